@@ -1,0 +1,290 @@
+package eventlog
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Append adds drafts to the chain as one unit and returns the events once they are
+// durable. Concurrent callers share one Pebble batch and one fsync (group commit).
+// Either every draft of a call is appended or none is.
+func (l *Log) Append(ctx context.Context, drafts ...Draft) ([]Event, error) {
+	return l.submit(ctx, &request{drafts: drafts})
+}
+
+// Decide runs decide on the log's sequencer, serialised with every other append,
+// and appends the drafts it returns as one unit. A decision therefore sees the
+// effects of every decision before it, including those not yet durable, which lets
+// commands check conflicts without holding a lock across an fsync. decide must be
+// quick and must not call the log. If it returns an error nothing is appended and
+// Decide returns that error.
+func (l *Log) Decide(ctx context.Context, decide func() ([]Draft, error)) ([]Event, error) {
+	return l.submit(ctx, &request{decide: decide})
+}
+
+type request struct {
+	drafts []Draft
+	decide func() ([]Draft, error)
+	n      int // events this request put in its group
+	events []Event
+	err    error
+	done   chan struct{}
+}
+
+func (l *Log) submit(ctx context.Context, r *request) ([]Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r.done = make(chan struct{})
+	l.closeMu.RLock()
+	if l.closed {
+		l.closeMu.RUnlock()
+		return nil, ErrClosed
+	}
+	if err := l.Healthy(); err != nil {
+		l.closeMu.RUnlock()
+		return nil, fmt.Errorf("%w: %v", ErrFailed, err)
+	}
+	l.reqs <- r
+	l.closeMu.RUnlock()
+	// Once queued the request is decided and committed whatever the caller does,
+	// so the caller waits for the outcome rather than report a false failure.
+	<-r.done
+	return r.events, r.err
+}
+
+// group is the unit of one Pebble batch and one fsync.
+type group struct {
+	reqs    []*request
+	pending []*pending
+}
+
+// pending is an event between sequencing and commit.
+type pending struct {
+	ev      *Event
+	u       []byte
+	id      [32]byte
+	micros  int64
+	ordinal uint64
+}
+
+// sequencerState is the chain position as seen by the sequencer, which runs ahead
+// of what is durable.
+type sequencerState struct {
+	next       uint64
+	prev       string
+	lastMicros int64
+	typeCounts map[string]uint64
+}
+
+// nextMicros keeps timestamps strictly increasing whatever the clock does.
+func (s *sequencerState) nextMicros(now int64) int64 {
+	if now <= s.lastMicros {
+		return s.lastMicros + 1
+	}
+	return now
+}
+
+// canonicalDraft validates a draft and returns its canonical payload.
+func canonicalDraft(d Draft) ([]byte, error) {
+	if !ValidType(d.Type) {
+		return nil, fmt.Errorf("%w: type %q", ErrInvalidDraft, d.Type)
+	}
+	raw, err := json.Marshal(d.Payload)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s payload: %v", ErrInvalidDraft, d.Type, err)
+	}
+	payload, err := canonicalPayload(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidDraft, d.Type, err)
+	}
+	return payload, nil
+}
+
+// chain gives a draft its place: seq, timestamp, prev_hash and id.
+func (s *sequencerState) chain(l *Log, d Draft, micros int64) (*pending, error) {
+	payload, err := canonicalDraft(d)
+	if err != nil {
+		return nil, err
+	}
+	return s.chainCanonical(l.did, d.Type, payload, micros), nil
+}
+
+func (s *sequencerState) chainCanonical(did, typ string, payload []byte, micros int64) *pending {
+	micros = s.nextMicros(micros)
+	ts := formatMicros(micros)
+	u := signedBytes(make([]byte, 0, 200+len(payload)), did, payload, s.prev, s.next, ts, typ)
+	p := &pending{u: u, id: hashID(u), micros: micros}
+	s.typeCounts[typ]++
+	p.ordinal = s.typeCounts[typ]
+	p.ev = &Event{ID: hex.EncodeToString(p.id[:]), Seq: s.next, Type: typ, Timestamp: ts, PrevHash: s.prev, NodeDID: did}
+	payloadAt := len(`{"node_did":"`) + len(did) + len(`","payload":`)
+	p.ev.Payload = json.RawMessage(u[payloadAt : payloadAt+len(payload)])
+	s.next++
+	s.prev = p.ev.ID
+	s.lastMicros = micros
+	return p
+}
+
+func (p *pending) sign(key ed25519.PrivateKey) {
+	sig := ed25519.Sign(key, p.u)
+	p.ev.Signature = base64.StdEncoding.EncodeToString(sig)
+	p.ev.raw = storedForm(p.u, p.id, sig)
+	// Point the payload into the stored form so the event holds one copy.
+	payloadAt := len(`{"node_did":"`) + len(p.ev.NodeDID) + len(`","payload":`)
+	p.ev.Payload = json.RawMessage(p.ev.raw[payloadAt : payloadAt+len(p.ev.Payload)])
+}
+
+func (p *pending) write(b *pebble.Batch) {
+	seq := appendU64(nil, p.ev.Seq)
+	b.Set(eventKey(p.ev.Seq), p.ev.raw, nil)
+	b.Set(idKey(p.id), seq, nil)
+	b.Set(typeKey(p.ev.Type, p.ev.Seq), appendU64(nil, p.ordinal), nil)
+	b.Set(timeKey(p.micros), seq, nil)
+}
+
+// runSequencer takes every queued request, decides and chains them in arrival
+// order, signs the group in parallel and hands it to the committer. While the
+// committer waits on an fsync the next group is being prepared.
+func (l *Log) runSequencer() {
+	defer close(l.groups)
+	for r := range l.reqs {
+		g := &group{}
+		l.sequence(g, r)
+	drain:
+		for len(g.pending) < l.maxGroup {
+			select {
+			case r, ok := <-l.reqs:
+				if !ok {
+					break drain
+				}
+				l.sequence(g, r)
+			default:
+				break drain
+			}
+		}
+		signAll(l.key, g.pending)
+		l.groups <- g
+	}
+}
+
+// sequence decides and chains one request into g, all or nothing.
+func (l *Log) sequence(g *group, r *request) {
+	g.reqs = append(g.reqs, r)
+	drafts := r.drafts
+	if r.decide != nil {
+		var err error
+		if drafts, err = r.decide(); err != nil {
+			r.err = err
+			return
+		}
+	}
+	payloads := make([][]byte, len(drafts))
+	for i, d := range drafts {
+		p, err := canonicalDraft(d)
+		if err != nil {
+			r.err = err
+			return
+		}
+		payloads[i] = p
+	}
+	now := l.now().UnixMicro()
+	r.n = len(drafts)
+	for i, d := range drafts {
+		p := l.seq.chainCanonical(l.did, d.Type, payloads[i], now)
+		g.pending = append(g.pending, p)
+	}
+}
+
+// signAll signs on every core; signing is the costliest step of an append.
+func signAll(key ed25519.PrivateKey, ps []*pending) {
+	workers := runtime.GOMAXPROCS(0)
+	if len(ps) < 8 || workers == 1 {
+		for _, p := range ps {
+			p.sign(key)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (len(ps) + workers - 1) / workers
+	for start := 0; start < len(ps); start += chunk {
+		part := ps[start:min(start+chunk, len(ps))]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, p := range part {
+				p.sign(key)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// runCommitter makes each group durable with one fsync, publishes the new tip and
+// releases the group's callers. After a failed commit the log is failed for good:
+// an fsync is never retried.
+func (l *Log) runCommitter() {
+	defer close(l.stopped)
+	for g := range l.groups {
+		err := l.Healthy()
+		if err == nil && len(g.pending) > 0 {
+			err = l.commit(g)
+		}
+		events := make([]Event, 0, len(g.pending))
+		k := 0
+		for _, r := range g.reqs {
+			if r.err != nil {
+				continue
+			}
+			if err != nil {
+				r.err = fmt.Errorf("%w: %v", ErrFailed, err)
+			} else {
+				r.events = make([]Event, r.n)
+				for i, p := range g.pending[k : k+r.n] {
+					r.events[i] = *p.ev
+				}
+			}
+			k += r.n
+		}
+		if err == nil && l.onCommit != nil {
+			for _, p := range g.pending {
+				events = append(events, *p.ev)
+			}
+			l.onCommit(events)
+		}
+		for _, r := range g.reqs {
+			close(r.done)
+		}
+	}
+}
+
+func (l *Log) commit(g *group) error {
+	b := l.db.NewBatch()
+	for _, p := range g.pending {
+		p.write(b)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		l.mu.Lock()
+		l.failed = fmt.Errorf("commit seq %d..%d: %w", g.pending[0].ev.Seq, g.pending[len(g.pending)-1].ev.Seq, err)
+		l.mu.Unlock()
+		l.log.Error("event log write failed; refusing further writes", "err", err)
+		return err
+	}
+	b.Close()
+	last := g.pending[len(g.pending)-1]
+	l.mu.Lock()
+	for _, p := range g.pending {
+		l.typeCounts[p.ev.Type] = p.ordinal
+	}
+	l.tip = Tip{Seq: last.ev.Seq, ID: last.ev.ID, Micros: last.micros}
+	l.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,95 @@
+package eventlog
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/google/uuid"
+)
+
+// AuditEntry records one administrative action (wire.md §5). Audit entries are
+// not chained and not signed; they live in their own key space.
+type AuditEntry struct {
+	ID        string          `json:"id"`
+	Action    string          `json:"action"`
+	Actor     string          `json:"actor"`
+	Timestamp string          `json:"timestamp"`
+	Detail    json.RawMessage `json:"detail"`
+}
+
+// Audit durably records an action. detail must never hold a secret; nil is
+// recorded as {}.
+func (l *Log) Audit(ctx context.Context, action, actor string, detail any) (AuditEntry, error) {
+	if err := ctx.Err(); err != nil {
+		return AuditEntry{}, err
+	}
+	if !ValidType(action) {
+		return AuditEntry{}, fmt.Errorf("audit action %q is not dot notation", action)
+	}
+	if detail == nil {
+		detail = struct{}{}
+	}
+	d, err := json.Marshal(detail)
+	if err != nil {
+		return AuditEntry{}, fmt.Errorf("audit detail: %w", err)
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return AuditEntry{}, err
+	}
+	// The timestamp is the key, so it is unique and strictly increasing like the
+	// chain's, and since= is a seek.
+	l.auditMu.Lock()
+	defer l.auditMu.Unlock()
+	micros := l.now().UnixMicro()
+	if micros <= l.auditLast {
+		micros = l.auditLast + 1
+	}
+	e := AuditEntry{ID: id.String(), Action: action, Actor: actor, Timestamp: formatMicros(micros), Detail: d}
+	v, err := json.Marshal(e)
+	if err != nil {
+		return AuditEntry{}, err
+	}
+	if err := l.db.Set(auditKey(micros), v, pebble.Sync); err != nil {
+		return AuditEntry{}, fmt.Errorf("write audit entry: %w", err)
+	}
+	l.auditLast = micros
+	return e, nil
+}
+
+// AuditQuery selects audit entries.
+type AuditQuery struct {
+	Since  time.Time // entries strictly after; zero for all
+	Action string    // exact, or a prefix when it ends in ".*"; empty for all
+	Limit  int
+}
+
+// AuditEntries returns matching entries, oldest first.
+func (l *Log) AuditEntries(q AuditQuery) ([]AuditEntry, error) {
+	lower := []byte{spaceAudit}
+	if !q.Since.IsZero() {
+		lower = auditKey(max(q.Since.UnixMicro()+1, 0))
+	}
+	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: []byte{spaceAudit + 1}})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	prefix, isPrefix := strings.CutSuffix(q.Action, "*")
+	entries := []AuditEntry{}
+	for valid := it.First(); valid && len(entries) < q.Limit; valid = it.Next() {
+		var e AuditEntry
+		if err := json.Unmarshal(it.Value(), &e); err != nil {
+			return nil, fmt.Errorf("decode audit entry: %w", err)
+		}
+		if q.Action != "" && e.Action != q.Action && !(isPrefix && strings.HasPrefix(e.Action, prefix)) {
+			continue
+		}
+		entries = append(entries, e)
+	}
+	return entries, it.Error()
+}

@@ -1,0 +1,88 @@
+package eventlog
+
+import (
+	"bufio"
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// BundleHeader fixes the export id and seal time of a bundle; zero fields get a
+// fresh UUIDv7 and the log's clock.
+type BundleHeader struct {
+	ExportID    string
+	GeneratedAt time.Time
+}
+
+// BundleSummary describes a written bundle.
+type BundleSummary struct {
+	ExportID    string
+	GeneratedAt string
+	RootHash    string
+	TipHash     string
+	EventCount  uint64
+}
+
+// WriteBundle streams the whole chain up to the current tip as a signed export
+// bundle (wire.md §4). It holds one event in memory at a time; the seal covers the
+// tip fixed when the call starts, so the framing after the events is known upfront.
+func (l *Log) WriteBundle(ctx context.Context, w io.Writer, h BundleHeader, progress func(seq uint64)) (BundleSummary, error) {
+	if h.ExportID == "" {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return BundleSummary{}, err
+		}
+		h.ExportID = id.String()
+	}
+	if h.GeneratedAt.IsZero() {
+		h.GeneratedAt = l.now()
+	}
+	tip := l.Tip()
+	s := BundleSummary{
+		ExportID:    h.ExportID,
+		GeneratedAt: h.GeneratedAt.UTC().Format(TimeLayout),
+		RootHash:    l.RootHash(),
+		TipHash:     tip.ID,
+		EventCount:  tip.Seq,
+	}
+	sig := ed25519.Sign(l.key, sealedBytes(s.RootHash, s.TipHash, s.GeneratedAt))
+
+	bw := bufio.NewWriterSize(w, 64<<10)
+	head, _ := json.Marshal(struct {
+		ExportID    string `json:"export_id"`
+		NodeDID     string `json:"node_did"`
+		PublicKey   string `json:"public_key"`
+		GeneratedAt string `json:"generated_at"`
+	}{s.ExportID, l.did, base64.StdEncoding.EncodeToString(l.pub), s.GeneratedAt})
+	bw.Write(head[:len(head)-1])
+	bw.WriteString(`,"events":[`)
+	err := l.Scan(1, tip.Seq, func(ev *Event) error {
+		if ev.Seq > 1 {
+			bw.WriteByte(',')
+		}
+		if _, err := bw.Write(ev.raw); err != nil {
+			return err
+		}
+		if progress != nil {
+			progress(ev.Seq)
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return BundleSummary{}, fmt.Errorf("write bundle: %w", err)
+	}
+	fmt.Fprintf(bw, `],"chain_root_hash":"%s","chain_tip_hash":"%s","event_count":%s,"bundle_signature":"%s"}`,
+		s.RootHash, s.TipHash, strconv.FormatUint(s.EventCount, 10), base64.StdEncoding.EncodeToString(sig))
+	bw.WriteByte('\n')
+	if err := bw.Flush(); err != nil {
+		return BundleSummary{}, fmt.Errorf("write bundle: %w", err)
+	}
+	return s, nil
+}

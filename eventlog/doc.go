@@ -1,0 +1,47 @@
+// Package eventlog is civnode's system of record: an append-only, hash-chained,
+// Ed25519-signed event log stored in Pebble, plus the unchained audit log.
+//
+// # Event bytes
+//
+// Every event has the fields type, timestamp, prev_hash, payload, seq and node_did,
+// plus id and signature. The signed bytes U are the RFC 8785 (JCS) serialisation of
+// the event without id and signature; because JCS sorts keys, U always reads
+//
+//	{"node_did":…,"payload":<JCS of payload>,"prev_hash":…,"seq":N,"timestamp":…,"type":…}
+//
+// id = lowercase hex(SHA-256(U)) and signature = standard padded base64 of
+// Ed25519(node key, U). The genesis event (seq 1, type node.genesis) has a prev_hash
+// of 64 zeros; every later prev_hash is the id of the event before it. Timestamps are
+// UTC RFC 3339 with exactly six fractional digits and strictly increase along the
+// chain: when the clock stalls or steps back the log uses the previous value + 1µs.
+// The id does not cover the signature, so the chain is computed sequentially while
+// signatures are computed in parallel.
+//
+// The stored and served form of an event is U with two keys appended before the
+// closing brace: `,"id":"<hex>","signature":"<base64>"}`. U is therefore recovered
+// from a stored event by cutting that fixed-length suffix, and serving an event is a
+// copy of its stored bytes.
+//
+// # Key layout
+//
+// One Pebble database; the first byte of a key names its space and every integer is
+// big-endian, so iteration order is numeric order.
+//
+//	0x00 <name>                      meta (schema version)
+//	0x01 <seq u64>                   event, stored form above
+//	0x02 <id 32 bytes>               seq u64 (id → seq)
+//	0x03 <type> 0x00 <seq u64>       ordinal u64 of this event among events of its type
+//	0x04 <timestamp µs u64>          seq u64 (timestamps are unique, so this is a seek
+//	                                 target for since=)
+//	0x05 <timestamp µs u64>          audit entry JSON (not chained)
+//
+// The type index stores each event's ordinal within its type, so a query's total is a
+// subtraction, not a count. All keys of one group of appends are written in one Pebble
+// batch and made durable by one fsync (group commit); Append returns only after it.
+//
+// # Export bundle
+//
+// A bundle is the full chain framed as wire.md §4 describes; bundle_signature is
+// Ed25519 over the JCS of {"chain_root_hash","chain_tip_hash","generated_at"}.
+// WriteBundle streams it and VerifyBundle checks one in constant memory.
+package eventlog

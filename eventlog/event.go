@@ -1,0 +1,83 @@
+package eventlog
+
+import (
+	"encoding/json"
+	"regexp"
+	"time"
+)
+
+// TimeLayout is the one timestamp format of events and audit entries: UTC RFC 3339
+// with exactly six fractional digits.
+const TimeLayout = "2006-01-02T15:04:05.000000Z"
+
+// GenesisPrevHash is the prev_hash of the first event.
+const GenesisPrevHash = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// TypeGenesis is the type of the first event of every chain.
+const TypeGenesis = "node.genesis"
+
+// typePattern keeps event types to dot notation over a small alphabet, which also
+// means a type never needs escaping in JSON.
+var typePattern = regexp.MustCompile(`^[a-z0-9_]+(\.[a-z0-9_]+)+$`)
+
+// ValidType reports whether s is a well-formed event type such as "mission.created".
+func ValidType(s string) bool { return len(s) <= 128 && typePattern.MatchString(s) }
+
+// Draft is an event before the log gives it a place in the chain.
+type Draft struct {
+	Type    string
+	Payload any // marshalled with encoding/json, then canonicalised (RFC 8785)
+}
+
+// Event is one signed link of the chain.
+type Event struct {
+	ID        string          `json:"id"`
+	Seq       uint64          `json:"seq"`
+	Type      string          `json:"type"`
+	Timestamp string          `json:"timestamp"`
+	PrevHash  string          `json:"prev_hash"`
+	NodeDID   string          `json:"node_did"`
+	Payload   json.RawMessage `json:"payload"`
+	Signature string          `json:"signature"`
+
+	raw []byte // the stored form; see doc.go
+}
+
+// Raw returns the event's JSON exactly as stored and served. The caller must not
+// modify it.
+func (e *Event) Raw() []byte { return e.raw }
+
+// MarshalJSON returns the stored form, so an event is served byte for byte as it
+// was signed.
+func (e Event) MarshalJSON() ([]byte, error) {
+	if e.raw != nil {
+		return e.raw, nil
+	}
+	type plain Event
+	return json.Marshal(plain(e))
+}
+
+// Time parses the event's timestamp.
+func (e *Event) Time() time.Time {
+	t, _ := time.Parse(TimeLayout, e.Timestamp)
+	return t
+}
+
+// GenesisPayload is the payload of node.genesis.
+type GenesisPayload struct {
+	NodeDID   string `json:"node_did"`
+	PublicKey string `json:"public_key"` // standard base64 of the 32-byte Ed25519 key
+	CreatedAt string `json:"created_at"`
+}
+
+func formatMicros(us int64) string { return time.UnixMicro(us).UTC().Format(TimeLayout) }
+
+// parseTimestamp accepts only the exact layout, so that the string an event carries
+// is the one its signature covers.
+func parseTimestamp(s string) (int64, bool) {
+	t, err := time.Parse(TimeLayout, s)
+	if err != nil || t.Format(TimeLayout) != s {
+		return 0, false
+	}
+	return t.UnixMicro(), true
+}

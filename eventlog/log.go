@@ -1,0 +1,342 @@
+package eventlog
+
+import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Options configures Open. The zero value of every field but Key has a default.
+type Options struct {
+	// Dir is the Pebble directory. Ignored when InMemory is set.
+	Dir string
+	// InMemory keeps the database in memory (tests).
+	InMemory bool
+	// Key is the node's Ed25519 signing key. Required.
+	Key ed25519.PrivateKey
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// Logger receives Pebble's and the log's messages; default slog.Default().
+	Logger *slog.Logger
+	// OnCommit, if set, is called with each durable group of events in seq order,
+	// before the appenders of that group are released. It runs on the commit path and
+	// must be quick (projections and stream publication).
+	OnCommit func([]Event)
+	// TailCheck is how many of the newest events Open verifies; default 1024.
+	TailCheck int
+	// MaxGroup bounds the events committed under one fsync; default 4096.
+	MaxGroup int
+}
+
+// Tip is the newest durable event.
+type Tip struct {
+	Seq    uint64
+	ID     string
+	Micros int64
+}
+
+// Log is an open event log. All methods are safe for concurrent use.
+type Log struct {
+	db       *pebble.DB
+	key      ed25519.PrivateKey
+	pub      ed25519.PublicKey
+	did      string
+	now      func() time.Time
+	log      *slog.Logger
+	onCommit func([]Event)
+	maxGroup int
+
+	// The pipeline: Append → reqs → sequencer → groups → committer.
+	reqs    chan *request
+	groups  chan *group
+	stopped chan struct{}
+	seq     sequencerState // owned by the sequencer goroutine
+
+	closeMu sync.RWMutex
+	closed  bool
+
+	mu         sync.RWMutex // guards the committed view below
+	tip        Tip
+	root       string
+	typeCounts map[string]uint64
+	failed     error
+
+	auditMu   sync.Mutex
+	auditLast int64
+}
+
+// Open opens or creates the log. On a new database it writes the genesis event. On
+// an existing one it verifies the newest events and refuses to open (ErrTornTail)
+// if they do not form a valid end of the chain.
+func Open(opts Options) (*Log, error) {
+	if len(opts.Key) != ed25519.PrivateKeySize {
+		return nil, errors.New("open event log: node key is missing")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.TailCheck <= 0 {
+		opts.TailCheck = 1024
+	}
+	if opts.MaxGroup <= 0 {
+		opts.MaxGroup = 4096
+	}
+	popts := &pebble.Options{Logger: pebbleLogger{opts.Logger}}
+	dir := opts.Dir
+	if opts.InMemory {
+		popts.FS, dir = vfs.NewMem(), ""
+	}
+	db, err := pebble.Open(dir, popts)
+	if err != nil {
+		return nil, fmt.Errorf("open pebble: %w", err)
+	}
+	pub := opts.Key.Public().(ed25519.PublicKey)
+	l := &Log{
+		db: db, key: opts.Key, pub: pub, did: DIDKey(pub),
+		now: opts.Now, log: opts.Logger, onCommit: opts.OnCommit, maxGroup: opts.MaxGroup,
+		reqs:    make(chan *request, 1024),
+		groups:  make(chan *group, 1),
+		stopped: make(chan struct{}),
+	}
+	if err := l.load(opts.TailCheck); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if l.tip.Seq == 0 {
+		if err := l.writeGenesis(); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	l.seq = sequencerState{next: l.tip.Seq + 1, prev: l.tip.ID, lastMicros: l.tip.Micros, typeCounts: cloneCounts(l.typeCounts)}
+	l.auditLast = l.lastAuditMicros()
+	go l.runSequencer()
+	go l.runCommitter()
+	return l, nil
+}
+
+// NodeDID is the did:key of the node key.
+func (l *Log) NodeDID() string { return l.did }
+
+// PublicKey is the node's Ed25519 public key.
+func (l *Log) PublicKey() ed25519.PublicKey { return l.pub }
+
+// Tip returns the newest durable event's position.
+func (l *Log) Tip() Tip {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.tip
+}
+
+// RootHash is the id of the genesis event.
+func (l *Log) RootHash() string {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.root
+}
+
+// Healthy returns nil while the log accepts writes, and the cause once it does not.
+func (l *Log) Healthy() error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.failed
+}
+
+// Close waits for appends in flight to become durable and closes the database.
+func (l *Log) Close() error {
+	l.closeMu.Lock()
+	if l.closed {
+		l.closeMu.Unlock()
+		return nil
+	}
+	l.closed = true
+	close(l.reqs)
+	l.closeMu.Unlock()
+	<-l.stopped
+	return l.db.Close()
+}
+
+// load reads the tip, root and type counts and checks the tail of the chain.
+func (l *Log) load(tailCheck int) error {
+	if v, closer, err := l.db.Get(metaSchemaKey); err == nil {
+		ver := string(v)
+		closer.Close()
+		if ver != schemaVersion {
+			return fmt.Errorf("open event log: schema version %q, want %q", ver, schemaVersion)
+		}
+	} else if !errors.Is(err, pebble.ErrNotFound) {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: []byte{spaceEvent}, UpperBound: []byte{spaceEvent + 1}})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	if !it.Last() {
+		return it.Error()
+	}
+	tipSeq := u64(it.Key()[1:])
+	first := uint64(1)
+	if tipSeq > uint64(tailCheck) {
+		first = tipSeq - uint64(tailCheck) + 1
+	}
+	// Walk the tail forward. The event before the window supplies the first link.
+	prev, prevMicros := "", int64(0)
+	if first > 1 {
+		ev, err := l.readEvent(first - 1)
+		if err != nil {
+			return chainErr(ErrTornTail, first-1, "%v", err)
+		}
+		prev, prevMicros = ev.ID, ev.Time().UnixMicro()
+	} else {
+		prev = GenesisPrevHash
+	}
+	var last *Event
+	for seq := first; seq <= tipSeq; seq++ {
+		ev, err := l.readEvent(seq)
+		if err != nil {
+			return chainErr(ErrTornTail, seq, "%v", err)
+		}
+		if seq == 1 && ev.NodeDID != l.did {
+			return fmt.Errorf("open event log: the chain belongs to %s, the node key is %s", ev.NodeDID, l.did)
+		}
+		micros, err := checkLink(ev, seq, prev, prevMicros, l.did)
+		if err != nil {
+			return chainErr(ErrTornTail, seq, "%v", err)
+		}
+		u, ok := signedFromStored(ev.raw)
+		if !ok {
+			return chainErr(ErrTornTail, seq, "stored event is malformed")
+		}
+		if err := (&link{ev: ev, u: u}).checkSignature(l.pub); err != nil {
+			return chainErr(ErrTornTail, seq, "%v", err)
+		}
+		if err := l.checkIndexes(ev, micros); err != nil {
+			return chainErr(ErrTornTail, seq, "%v", err)
+		}
+		prev, prevMicros, last = ev.ID, micros, ev
+	}
+	l.tip = Tip{Seq: last.Seq, ID: last.ID, Micros: prevMicros}
+	root, err := l.readEvent(1)
+	if err != nil {
+		return chainErr(ErrTornTail, 1, "%v", err)
+	}
+	l.root = root.ID
+	l.typeCounts, err = l.loadTypeCounts()
+	return err
+}
+
+// checkIndexes confirms that the index entries written with ev exist.
+func (l *Log) checkIndexes(ev *Event, micros int64) error {
+	var id [32]byte
+	if _, err := hex.Decode(id[:], []byte(ev.ID)); err != nil {
+		return err
+	}
+	for _, k := range [][]byte{idKey(id), timeKey(micros), typeKey(ev.Type, ev.Seq)} {
+		_, closer, err := l.db.Get(k)
+		if err != nil {
+			return fmt.Errorf("index entry %x: %w", k[0], err)
+		}
+		closer.Close()
+	}
+	return nil
+}
+
+// loadTypeCounts skips through the type index one type at a time; the last entry
+// of each type holds that type's count.
+func (l *Log) loadTypeCounts() (map[string]uint64, error) {
+	counts := map[string]uint64{}
+	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: []byte{spaceType}, UpperBound: []byte{spaceType + 1}})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	for valid := it.First(); valid; {
+		k := it.Key()
+		typ := string(k[1 : len(k)-9])
+		if !it.SeekLT(typeKeyEnd(typ)) {
+			break
+		}
+		counts[typ] = u64(it.Value())
+		valid = it.SeekGE(typeKeyEnd(typ))
+	}
+	return counts, it.Error()
+}
+
+func (l *Log) lastAuditMicros() int64 {
+	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: []byte{spaceAudit}, UpperBound: []byte{spaceAudit + 1}})
+	if err != nil {
+		return 0
+	}
+	defer it.Close()
+	if !it.Last() {
+		return 0
+	}
+	return int64(u64(it.Key()[1:]))
+}
+
+// writeGenesis appends the first event synchronously, before the pipeline starts.
+// Its created_at is its own timestamp.
+func (l *Log) writeGenesis() error {
+	micros := l.now().UnixMicro()
+	payload, err := json.Marshal(GenesisPayload{
+		NodeDID:   l.did,
+		PublicKey: base64.StdEncoding.EncodeToString(l.pub),
+		CreatedAt: formatMicros(micros),
+	})
+	if err != nil {
+		return err
+	}
+	st := sequencerState{next: 1, prev: GenesisPrevHash, lastMicros: micros - 1, typeCounts: map[string]uint64{}}
+	p, err := st.chain(l, Draft{Type: TypeGenesis, Payload: json.RawMessage(payload)}, micros)
+	if err != nil {
+		return err
+	}
+	p.sign(l.key)
+	b := l.db.NewBatch()
+	p.write(b)
+	b.Set(metaSchemaKey, []byte(schemaVersion), nil)
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("write genesis: %w", err)
+	}
+	l.tip = Tip{Seq: 1, ID: p.ev.ID, Micros: p.micros}
+	l.root = p.ev.ID
+	l.typeCounts = st.typeCounts
+	return nil
+}
+
+// pebbleLogger routes Pebble's messages to slog.
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	p.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+	panic(fmt.Sprintf(format, args...))
+}
+
+func cloneCounts(m map[string]uint64) map[string]uint64 {
+	c := make(map[string]uint64, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}

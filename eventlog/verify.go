@@ -1,0 +1,264 @@
+package eventlog
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"runtime"
+	"sync"
+)
+
+// link is one event on its way through a verification pipeline: workers check its
+// id and signature in parallel, then the caller checks its place in the chain in order.
+type link struct {
+	ev  *Event
+	u   []byte // signed bytes; computed by the worker when nil
+	err error  // a fault found while reading or by the worker
+	ok  chan struct{}
+}
+
+// checkSignature confirms that id = sha256(U) and that the signature over U
+// verifies with pub.
+func (k *link) checkSignature(pub ed25519.PublicKey) error {
+	if k.u == nil {
+		u, err := canonicalSigned(k.ev)
+		if err != nil {
+			return err
+		}
+		k.u = u
+	}
+	id := hashID(k.u)
+	if hex.EncodeToString(id[:]) != k.ev.ID {
+		return fmt.Errorf("id does not match the event's content")
+	}
+	sig, err := base64.StdEncoding.DecodeString(k.ev.Signature)
+	if err != nil || len(sig) != ed25519.SignatureSize {
+		return fmt.Errorf("signature is not 64 bytes of base64")
+	}
+	if !ed25519.Verify(pub, k.u, sig) {
+		return fmt.Errorf("signature does not verify")
+	}
+	return nil
+}
+
+// canonicalSigned recomputes U from an event's fields, as an observer does.
+// Fields other than the payload must have their exact formats, which also
+// guarantees they need no JSON escaping.
+func canonicalSigned(ev *Event) ([]byte, error) {
+	if len(ev.ID) != idHexLen || !isLowerHex(ev.ID) {
+		return nil, fmt.Errorf("id is not 64 lowercase hex digits")
+	}
+	if len(ev.PrevHash) != idHexLen || !isLowerHex(ev.PrevHash) {
+		return nil, fmt.Errorf("prev_hash is not 64 lowercase hex digits")
+	}
+	if _, ok := parseTimestamp(ev.Timestamp); !ok {
+		return nil, fmt.Errorf("timestamp %q is not RFC 3339 UTC with 6 fractional digits", ev.Timestamp)
+	}
+	if !ValidType(ev.Type) {
+		return nil, fmt.Errorf("type %q is not dot notation", ev.Type)
+	}
+	if _, err := PublicKeyFromDID(ev.NodeDID); err != nil {
+		return nil, err
+	}
+	payload, err := canonicalPayload(ev.Payload)
+	if err != nil {
+		return nil, err
+	}
+	return signedBytes(nil, ev.NodeDID, payload, ev.PrevHash, ev.Seq, ev.Timestamp, ev.Type), nil
+}
+
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// chainCursor checks, in order, that each event takes the next place in the chain.
+type chainCursor struct {
+	did        string
+	pub        ed25519.PublicKey
+	next       uint64
+	prev       string
+	prevMicros int64
+	root, tip  string
+}
+
+func newChainCursor(did string, pub ed25519.PublicKey) *chainCursor {
+	return &chainCursor{did: did, pub: pub, next: 1, prev: GenesisPrevHash}
+}
+
+func (c *chainCursor) advance(ev *Event) error {
+	seq := c.next
+	if ev.Seq != seq {
+		return chainErr(ErrBrokenChain, seq, "event missing or out of order (found seq %d)", ev.Seq)
+	}
+	micros, err := checkLink(ev, seq, c.prev, c.prevMicros, c.did)
+	if err != nil {
+		return chainErr(ErrBrokenChain, seq, "%v", err)
+	}
+	if seq == 1 {
+		if err := checkGenesis(ev, c.pub); err != nil {
+			return chainErr(ErrBrokenChain, 1, "%v", err)
+		}
+		c.root = ev.ID
+	}
+	c.next, c.prev, c.prevMicros, c.tip = seq+1, ev.ID, micros, ev.ID
+	return nil
+}
+
+// checkLink checks the fields that tie ev to the event before it.
+func checkLink(ev *Event, seq uint64, prev string, prevMicros int64, did string) (int64, error) {
+	if ev.Seq != seq {
+		return 0, fmt.Errorf("seq is %d, want %d", ev.Seq, seq)
+	}
+	if ev.PrevHash != prev {
+		return 0, fmt.Errorf("prev_hash %.12s… does not link to the previous event %.12s…", ev.PrevHash, prev)
+	}
+	if ev.NodeDID != did {
+		return 0, fmt.Errorf("node_did %s is not the chain's node %s", ev.NodeDID, did)
+	}
+	micros, ok := parseTimestamp(ev.Timestamp)
+	if !ok {
+		return 0, fmt.Errorf("timestamp %q is malformed", ev.Timestamp)
+	}
+	if seq > 1 && micros <= prevMicros {
+		return 0, fmt.Errorf("timestamp %s does not increase", ev.Timestamp)
+	}
+	return micros, nil
+}
+
+func checkGenesis(ev *Event, pub ed25519.PublicKey) error {
+	if ev.Type != TypeGenesis {
+		return fmt.Errorf("first event has type %q, want %s", ev.Type, TypeGenesis)
+	}
+	want := fmt.Sprintf(`"public_key":"%s"`, base64.StdEncoding.EncodeToString(pub))
+	if !bytes.Contains(ev.Payload, []byte(want)) {
+		return fmt.Errorf("genesis payload does not carry the node's public key")
+	}
+	return nil
+}
+
+// verifyPipeline feeds links from next through parallel signature workers and
+// hands them back in order to c. next returns nil at the end. Memory is bounded
+// by the channel capacities, not by the chain's length.
+func verifyPipeline(ctx context.Context, pub ed25519.PublicKey, next func() *link, c *chainCursor, progress func(uint64)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	workers := runtime.GOMAXPROCS(0)
+	work := make(chan *link, 256)
+	ordered := make(chan *link, 256*workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range work {
+				if k.err == nil {
+					k.err = k.checkSignature(pub)
+				}
+				close(k.ok)
+			}
+		}()
+	}
+	go func() {
+		defer close(ordered)
+		defer close(work)
+		for {
+			k := next()
+			if k == nil {
+				return
+			}
+			k.ok = make(chan struct{})
+			select {
+			case ordered <- k:
+			case <-ctx.Done():
+				return
+			}
+			work <- k
+			if k.ev == nil { // a read fault ends the stream
+				return
+			}
+		}
+	}()
+	defer wg.Wait()
+	for k := range ordered {
+		<-k.ok
+		if k.ev == nil {
+			cancel()
+			return k.err
+		}
+		if k.err != nil {
+			cancel()
+			return chainErr(ErrBrokenChain, c.next, "%v", k.err)
+		}
+		if err := c.advance(k.ev); err != nil {
+			cancel()
+			return err
+		}
+		if progress != nil {
+			progress(k.ev.Seq)
+		}
+	}
+	return ctx.Err()
+}
+
+// VerifyReport summarises a verified chain.
+type VerifyReport struct {
+	Events   uint64
+	RootHash string
+	TipHash  string
+	NodeDID  string
+}
+
+// Verify walks the whole local chain: every id, signature, seq, timestamp and
+// link. It returns a *ChainError naming the first bad seq. progress, if set, is
+// called with each verified seq.
+func (l *Log) Verify(ctx context.Context, progress func(seq uint64)) (VerifyReport, error) {
+	tip := l.Tip()
+	c := newChainCursor(l.did, l.pub)
+	errs := make(chan error, 1)
+	links := make(chan *link, 256)
+	go func() {
+		defer close(links)
+		errs <- l.Scan(1, tip.Seq, func(ev *Event) error {
+			u, ok := signedFromStored(ev.raw)
+			if !ok {
+				links <- &link{ev: ev, err: fmt.Errorf("stored event is malformed")}
+				return nil
+			}
+			select {
+			case links <- &link{ev: ev, u: u}:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	next := func() *link {
+		k, ok := <-links
+		if !ok {
+			return nil
+		}
+		return k
+	}
+	err := verifyPipeline(ctx, l.pub, next, c, progress)
+	for range links { // let the scanner finish if the pipeline stopped early
+	}
+	if scanErr := <-errs; err == nil && scanErr != nil {
+		err = scanErr
+	}
+	if err != nil {
+		return VerifyReport{}, err
+	}
+	if c.next-1 != tip.Seq {
+		return VerifyReport{}, chainErr(ErrBrokenChain, c.next, "event missing (chain ends at %d, tip is %d)", c.next-1, tip.Seq)
+	}
+	return VerifyReport{Events: tip.Seq, RootHash: c.root, TipHash: c.tip, NodeDID: l.did}, nil
+}
