@@ -271,7 +271,7 @@ func (l *Log) commit(g *group) error {
 	for _, p := range g.pending {
 		p.write(b)
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := withFatal(func() error { return b.Commit(pebble.Sync) }); err != nil {
 		l.mu.Lock()
 		l.failed = fmt.Errorf("commit seq %d..%d: %w", g.pending[0].ev.Seq, g.pending[len(g.pending)-1].ev.Seq, err)
 		l.mu.Unlock()

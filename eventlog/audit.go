@@ -27,6 +27,9 @@ func (l *Log) Audit(ctx context.Context, action, actor string, detail any) (Audi
 	if err := ctx.Err(); err != nil {
 		return AuditEntry{}, err
 	}
+	if err := l.Healthy(); err != nil {
+		return AuditEntry{}, fmt.Errorf("%w: %v", ErrFailed, err)
+	}
 	if !ValidType(action) {
 		return AuditEntry{}, fmt.Errorf("audit action %q is not dot notation", action)
 	}
@@ -54,8 +57,12 @@ func (l *Log) Audit(ctx context.Context, action, actor string, detail any) (Audi
 	if err != nil {
 		return AuditEntry{}, err
 	}
-	if err := l.db.Set(auditKey(micros), v, pebble.Sync); err != nil {
-		return AuditEntry{}, fmt.Errorf("write audit entry: %w", err)
+	if err := withFatal(func() error { return l.db.Set(auditKey(micros), v, pebble.Sync) }); err != nil {
+		// A failed fsync leaves the disk's state unknown for the chain too.
+		l.mu.Lock()
+		l.failed = fmt.Errorf("write audit entry: %w", err)
+		l.mu.Unlock()
+		return AuditEntry{}, l.failed
 	}
 	l.auditLast = micros
 	return e, nil

@@ -14,9 +14,13 @@ const vectorSeed = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d
 
 func seedKey(t testing.TB, seedHex string) ed25519.PrivateKey {
 	t.Helper()
+	return seedKeyNoT(seedHex)
+}
+
+func seedKeyNoT(seedHex string) ed25519.PrivateKey {
 	seed, err := hex.DecodeString(seedHex)
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || len(seed) != ed25519.SeedSize {
+		panic("bad test seed " + seedHex)
 	}
 	return ed25519.NewKeyFromSeed(seed)
 }

@@ -35,6 +35,8 @@ type Options struct {
 	TailCheck int
 	// MaxGroup bounds the events committed under one fsync; default 4096.
 	MaxGroup int
+
+	fs vfs.FS // tests inject faults through this
 }
 
 // Tip is the newest durable event.
@@ -97,6 +99,9 @@ func Open(opts Options) (*Log, error) {
 	dir := opts.Dir
 	if opts.InMemory {
 		popts.FS, dir = vfs.NewMem(), ""
+	}
+	if opts.fs != nil {
+		popts.FS = opts.fs
 	}
 	db, err := pebble.Open(dir, popts)
 	if err != nil {
@@ -328,9 +333,28 @@ func (p pebbleLogger) Errorf(format string, args ...any) {
 	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
 }
 
+// Fatalf must not return: Pebble would carry on as if the write had succeeded. It
+// panics with a pebbleFatal, which the write paths turn into fail-stop (withFatal).
 func (p pebbleLogger) Fatalf(format string, args ...any) {
-	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
-	panic(fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf(format, args...)
+	p.l.Error(msg, "component", "pebble")
+	panic(pebbleFatal(msg))
+}
+
+type pebbleFatal string
+
+// withFatal runs a Pebble write and returns a fatal Pebble error as an error.
+func withFatal(write func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg, ok := r.(pebbleFatal)
+			if !ok {
+				panic(r)
+			}
+			err = errors.New(string(msg))
+		}
+	}()
+	return write()
 }
 
 func cloneCounts(m map[string]uint64) map[string]uint64 {

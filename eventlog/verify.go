@@ -221,6 +221,8 @@ type VerifyReport struct {
 // link. It returns a *ChainError naming the first bad seq. progress, if set, is
 // called with each verified seq.
 func (l *Log) Verify(ctx context.Context, progress func(seq uint64)) (VerifyReport, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the scanner when the pipeline stops early
 	tip := l.Tip()
 	c := newChainCursor(l.did, l.pub)
 	errs := make(chan error, 1)
@@ -249,7 +251,8 @@ func (l *Log) Verify(ctx context.Context, progress func(seq uint64)) (VerifyRepo
 		return k
 	}
 	err := verifyPipeline(ctx, l.pub, next, c, progress)
-	for range links { // let the scanner finish if the pipeline stopped early
+	cancel()
+	for range links { // let the scanner see the cancellation and finish
 	}
 	if scanErr := <-errs; err == nil && scanErr != nil {
 		err = scanErr

@@ -1,0 +1,129 @@
+package civnode_test
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/civnode/civnode/"
+
+// ownImports says which of our packages each package may import (design.md:
+// arrows point inward, eventlog is the centre). Subpackages inherit the rule of
+// their top-level package and may import their parent.
+var ownImports = map[string][]string{
+	"eventlog":    {},
+	"projections": {"eventlog"},
+	"commands":    {"eventlog"},
+	"stream":      {"eventlog"},
+	"http":        {"commands", "projections", "eventlog", "stream"},
+	"cmd":         {"*"},
+}
+
+// thirdParty keeps heavy dependencies at the edge that wraps them.
+var thirdParty = map[string][]string{
+	"github.com/cockroachdb/pebble":       {"eventlog"},
+	"github.com/nats-io/":                 {"stream"},
+	"github.com/julienschmidt/httprouter": {"http"},
+	"github.com/coder/websocket":          {"http", "stream"},
+	"github.com/modelcontextprotocol/":    {"http"},
+	"github.com/spf13/cobra":              {"cmd"},
+	"github.com/schollz/progressbar":      {"cmd"},
+}
+
+// TestImportPolicy reads the imports of every non-test Go file and checks them
+// against the tables above.
+func TestImportPolicy(t *testing.T) {
+	fset := token.NewFileSet()
+	checked := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") && path != "." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		dir := filepath.ToSlash(filepath.Dir(path))
+		if dir == "." {
+			return nil
+		}
+		top := strings.Split(dir, "/")[0]
+		allowed, known := ownImports[top]
+		if !known {
+			t.Errorf("%s: top-level package %q is not in the design's package map", path, top)
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		checked++
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if own, ok := strings.CutPrefix(p, module); ok {
+				target := strings.Split(own, "/")[0]
+				if target != top && !contains(allowed, target) && !contains(allowed, "*") {
+					t.Errorf("%s imports %s: %s may import only %v", path, p, top, allowed)
+				}
+				continue
+			}
+			for prefix, owners := range thirdParty {
+				if strings.HasPrefix(p, prefix) && !contains(owners, top) {
+					t.Errorf("%s imports %s: only %v may", path, p, owners)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked == 0 {
+		t.Fatal("no Go files checked")
+	}
+}
+
+// TestEveryPackageHasDoc: each package directory has a doc.go.
+func TestEveryPackageHasDoc(t *testing.T) {
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "docs") {
+			return filepath.SkipDir
+		}
+		goFiles, _ := filepath.Glob(filepath.Join(path, "*.go"))
+		nonTest := 0
+		for _, g := range goFiles {
+			if !strings.HasSuffix(g, "_test.go") {
+				nonTest++
+			}
+		}
+		if nonTest > 0 {
+			if _, err := os.Stat(filepath.Join(path, "doc.go")); err != nil {
+				t.Errorf("package %s has no doc.go", path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

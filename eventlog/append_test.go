@@ -1,0 +1,218 @@
+package eventlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestConcurrentAppends: many goroutines appending at once produce one gap-free,
+// verifying chain, every caller gets its own events, and multi-draft calls stay
+// contiguous.
+func TestConcurrentAppends(t *testing.T) {
+	var mu sync.Mutex
+	var committed []Event
+	l := openMem(t, Options{OnCommit: func(evs []Event) {
+		mu.Lock()
+		committed = append(committed, evs...)
+		mu.Unlock()
+	}})
+	const workers, each = 32, 50
+	got := make([][]Event, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				n := 1 + i%3
+				drafts := make([]Draft, n)
+				for k := range drafts {
+					drafts[k] = draft("test.concurrent", "worker", w, "i", i, "k", k)
+				}
+				evs, err := l.Append(context.Background(), drafts...)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for k := 1; k < len(evs); k++ {
+					if evs[k].Seq != evs[k-1].Seq+1 {
+						t.Errorf("drafts of one call split: %d then %d", evs[k-1].Seq, evs[k].Seq)
+					}
+				}
+				got[w] = append(got[w], evs...)
+			}
+		}()
+	}
+	wg.Wait()
+	total := 0
+	seen := map[uint64]bool{}
+	for _, evs := range got {
+		for _, ev := range evs {
+			if seen[ev.Seq] {
+				t.Fatalf("seq %d returned twice", ev.Seq)
+			}
+			seen[ev.Seq] = true
+			total++
+		}
+	}
+	if tip := l.Tip(); tip.Seq != uint64(total)+1 {
+		t.Fatalf("tip = %d, want %d", tip.Seq, total+1)
+	}
+	rep, err := l.Verify(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Events != uint64(total)+1 {
+		t.Fatalf("verified %d events, want %d", rep.Events, total+1)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(committed) != total {
+		t.Fatalf("OnCommit saw %d events, want %d", len(committed), total)
+	}
+	for i, ev := range committed {
+		if ev.Seq != uint64(i)+2 {
+			t.Fatalf("OnCommit out of order at %d: seq %d", i, ev.Seq)
+		}
+	}
+}
+
+// TestDecideSerialised: decisions see each other even before they are durable, so
+// of many racing "claims" exactly one succeeds.
+func TestDecideSerialised(t *testing.T) {
+	l := openMem(t, Options{})
+	claimed := false
+	errTaken := errors.New("taken")
+	var wins, losses int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := l.Decide(context.Background(), func() ([]Draft, error) {
+				if claimed {
+					return nil, errTaken
+				}
+				claimed = true
+				return []Draft{draft("mission.accepted", "claimer", fmt.Sprint(i))}, nil
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				wins++
+			case errors.Is(err, errTaken):
+				losses++
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins != 1 || losses != 15 {
+		t.Fatalf("wins=%d losses=%d, want 1 and 15", wins, losses)
+	}
+	if tip := l.Tip(); tip.Seq != 2 {
+		t.Fatalf("tip = %d, want 2", tip.Seq)
+	}
+}
+
+// TestInvalidDrafts: a bad draft appends nothing, including the good drafts of
+// the same call.
+func TestInvalidDrafts(t *testing.T) {
+	l := openMem(t, Options{})
+	bad := []Draft{
+		{Type: "NoDots", Payload: map[string]int{}},
+		{Type: "mission.created", Payload: []int{1}},
+		{Type: "mission.created", Payload: "text"},
+		{Type: "mission.created", Payload: map[string]any{"f": func() {}}},
+		{Type: "mission..created", Payload: map[string]int{}},
+	}
+	for _, d := range bad {
+		_, err := l.Append(context.Background(), draft("test.good", "n", 1), d)
+		if !errors.Is(err, ErrInvalidDraft) {
+			t.Errorf("%+v: err = %v, want ErrInvalidDraft", d, err)
+		}
+	}
+	if tip := l.Tip(); tip.Seq != 1 {
+		t.Fatalf("tip = %d after rejected drafts, want 1", tip.Seq)
+	}
+}
+
+// TestTimestampsStrictlyIncrease with a clock that stalls and steps backwards.
+func TestTimestampsStrictlyIncrease(t *testing.T) {
+	base := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	readings := []time.Duration{0, 0, -time.Hour, 5 * time.Millisecond, 5 * time.Millisecond, -time.Second, time.Second}
+	var i int
+	var mu sync.Mutex
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		d := readings[min(i, len(readings)-1)]
+		i++
+		return base.Add(d)
+	}
+	l := openMem(t, Options{Now: clock})
+	for n := range 6 {
+		mustAppend(t, l, draft("test.tick", "n", n))
+	}
+	var prev int64
+	err := l.Scan(1, l.Tip().Seq, func(ev *Event) error {
+		us, ok := parseTimestamp(ev.Timestamp)
+		if !ok || us <= prev {
+			return fmt.Errorf("seq %d timestamp %s does not increase", ev.Seq, ev.Timestamp)
+		}
+		prev = us
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReopen: the chain continues across Close/Open with the same tip and counts.
+func TestReopen(t *testing.T) {
+	dir := t.TempDir()
+	key := seedKey(t, vectorSeed)
+	l, err := Open(Options{Dir: dir, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, draft("test.a", "n", 1), draft("test.b", "n", 2))
+	tip := l.Tip()
+	l.Close()
+	l, err = Open(Options{Dir: dir, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.Tip() != tip {
+		t.Fatalf("tip after reopen = %+v, want %+v", l.Tip(), tip)
+	}
+	ev := mustAppend(t, l, draft("test.a", "n", 3))[0]
+	if ev.Seq != 4 || ev.PrevHash != tip.ID {
+		t.Fatalf("appended after reopen: seq %d prev %s", ev.Seq, ev.PrevHash)
+	}
+	if _, total, _ := l.Query(Query{Type: "test.a", Limit: 10}); total != 2 {
+		t.Fatalf("type count after reopen = %d, want 2", total)
+	}
+	if _, err := l.Verify(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAppendAfterClose(t *testing.T) {
+	l, err := Open(Options{InMemory: true, Key: seedKey(t, vectorSeed)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if _, err := l.Append(context.Background(), draft("test.x", "n", 1)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("err = %v, want ErrClosed", err)
+	}
+}

@@ -1,0 +1,158 @@
+package eventlog
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// The machine's own limits, measured in the same run as the figures they qualify.
+
+// signRate is single-core Ed25519 signatures per second over an event-sized message.
+func signRate(key ed25519.PrivateKey) float64 {
+	msg := bytes.Repeat([]byte("x"), 300)
+	const n = 3000
+	start := time.Now()
+	for range n {
+		ed25519.Sign(key, msg)
+	}
+	return n / time.Since(start).Seconds()
+}
+
+// verifyRate is single-core Ed25519 verifications per second.
+func verifyRate(key ed25519.PrivateKey) float64 {
+	msg := bytes.Repeat([]byte("x"), 300)
+	sig := ed25519.Sign(key, msg)
+	pub := key.Public().(ed25519.PublicKey)
+	const n = 2000
+	start := time.Now()
+	for range n {
+		ed25519.Verify(pub, msg, sig)
+	}
+	return n / time.Since(start).Seconds()
+}
+
+func BenchmarkEd25519Sign(b *testing.B) {
+	key := seedKey(b, vectorSeed)
+	msg := bytes.Repeat([]byte("x"), 300)
+	for b.Loop() {
+		ed25519.Sign(key, msg)
+	}
+}
+
+func BenchmarkEd25519Verify(b *testing.B) {
+	key := seedKey(b, vectorSeed)
+	msg := bytes.Repeat([]byte("x"), 300)
+	sig := ed25519.Sign(key, msg)
+	pub := key.Public().(ed25519.PublicKey)
+	for b.Loop() {
+		ed25519.Verify(pub, msg, sig)
+	}
+}
+
+func benchPayload(i int) Draft {
+	return Draft{Type: "mission.created", Payload: map[string]any{
+		"mission_id": fmt.Sprintf("019b0000-0000-7000-8000-%012d", i), "title": "Escort the convoy",
+		"publisher": "genesis", "publisher_kind": "planetary_government", "domain": "security",
+		"subnet_id": "genesis", "required_role": "enforcer",
+		"reward": map[string]int{"agent_credit": 25, "reputation": 3, "capacity": 1, "treasury_share_credit": 5},
+	}}
+}
+
+// BenchmarkAppend measures durable appends (fsync on, on disk) with many concurrent
+// callers sharing group commits, and reports them beside the single-core Ed25519
+// signing rate measured in the same run: x_sign_rate is appends/s ÷ signs/s.
+func BenchmarkAppend(b *testing.B) {
+	for _, callers := range []int{1, 64, 512} {
+		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
+			key := seedKey(b, vectorSeed)
+			l, err := Open(Options{Dir: b.TempDir(), Key: key})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			work := make(chan int, callers)
+			done := make(chan struct{})
+			for range callers {
+				go func() {
+					for i := range work {
+						if _, err := l.Append(context.Background(), benchPayload(i)); err != nil {
+							b.Error(err)
+						}
+					}
+					done <- struct{}{}
+				}()
+			}
+			b.ResetTimer()
+			start := time.Now()
+			for i := range b.N {
+				work <- i
+			}
+			close(work)
+			for range callers {
+				<-done
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			rate := float64(b.N) / elapsed.Seconds()
+			sign := signRate(key)
+			b.ReportMetric(rate, "appends/s")
+			b.ReportMetric(sign, "signs/s")
+			b.ReportMetric(rate/sign, "x_sign_rate")
+		})
+	}
+}
+
+// BenchmarkVerify walks a 20,000-event chain on disk (Log.Verify) and an export
+// bundle of it (VerifyBundle), beside the single-core Ed25519 verify rate.
+func BenchmarkVerify(b *testing.B) {
+	const events = 20000
+	key := seedKey(b, vectorSeed)
+	l, err := Open(Options{Dir: b.TempDir(), Key: key})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	for i := 0; i < events; i += 500 {
+		drafts := make([]Draft, 500)
+		for k := range drafts {
+			drafts[k] = benchPayload(i + k)
+		}
+		if _, err := l.Append(context.Background(), drafts...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var bundle bytes.Buffer
+	if _, err := l.WriteBundle(context.Background(), &bundle, BundleHeader{}, nil); err != nil {
+		b.Fatal(err)
+	}
+	report := func(b *testing.B, elapsed time.Duration) {
+		rate := float64(b.N) * float64(l.Tip().Seq) / elapsed.Seconds()
+		vr := verifyRate(key)
+		b.ReportMetric(rate, "events/s")
+		b.ReportMetric(vr, "verifies/s")
+		b.ReportMetric(rate/vr, "x_verify_rate")
+	}
+	b.Run("local", func(b *testing.B) {
+		start := time.Now()
+		for b.Loop() {
+			if _, err := l.Verify(context.Background(), nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		report(b, time.Since(start))
+	})
+	b.Run("bundle", func(b *testing.B) {
+		b.SetBytes(int64(bundle.Len()))
+		start := time.Now()
+		for b.Loop() {
+			if _, err := VerifyBundle(context.Background(), bytes.NewReader(bundle.Bytes()), nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		report(b, time.Since(start))
+	})
+}
