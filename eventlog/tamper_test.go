@@ -139,7 +139,9 @@ func TestVerifyBundleFrame(t *testing.T) {
 		{"signature", func(t *testing.T, p bundleParts) {
 			p.head["bundle_signature"] = json.RawMessage(`"` + l.Tip().ID[:43] + `=="`)
 		}},
-		{"generated_at", func(t *testing.T, p bundleParts) { p.head["generated_at"] = json.RawMessage(`"2030-01-01T00:00:00.000000Z"`) }},
+		{"generated_at", func(t *testing.T, p bundleParts) {
+			p.head["generated_at"] = json.RawMessage(`"2030-01-01T00:00:00.000000Z"`)
+		}},
 		{"tip hash", func(t *testing.T, p bundleParts) { p.head["chain_tip_hash"] = p.head["chain_root_hash"] }},
 		{"root hash", func(t *testing.T, p bundleParts) { p.head["chain_root_hash"] = p.head["chain_tip_hash"] }},
 		{"event count", func(t *testing.T, p bundleParts) { p.head["event_count"] = json.RawMessage(`11`) }},
