@@ -1,0 +1,58 @@
+// Package http serves civnode's control API (spec/control-api.md, spec/wire.md) over
+// HTTP/JSON. It adapts the core packages to HTTP and owns nothing of their rules: it
+// authenticates, parses and bounds requests, calls the core, and renders the result.
+//
+// # Responses
+//
+// Every response body is one JSON object with Content-Type application/json, and
+// success is 200. A failure is {"error":"<message>","code":"<snake_case>","field":"<name>"},
+// field present only when one input field is at fault. errorResponse in errors.go is
+// the one place an error becomes a status and a body; errors it does not recognise
+// are 500 "internal" with a generic message, and their details go only to the log.
+// Unknown paths are 404 "not_found", a known path with the wrong method is 405
+// "method_not_allowed" with an Allow header, OPTIONS on a known path is 204 with an
+// Allow header and no body, and a panicking handler is 500.
+// GET /v1/health is the exception: it always has one field, status, which is "ok"
+// (200) or "unavailable" (503, when the event log no longer accepts writes).
+//
+// # Authentication
+//
+// Every route but GET /v1/health needs Authorization: Bearer <token>. Tokens are
+// compared as SHA-256 digests in constant time, so neither content nor length leaks.
+// A request that passes carries a principal in its context, which names the token by
+// id ("owner" today) and is what audit entries record as actor "token:<id>". A
+// request that fails gets 401 "unauthorized"; failures are recorded as audit action
+// auth.failed with actor "anonymous" and detail {"path","remote"}, at most one per
+// second with a burst of five so a flood of bad requests cannot flood the audit log.
+// The presented token is never stored or logged.
+//
+// # Input
+//
+// Query parameters: limit is an integer 1..1000 (default 100); since is RFC 3339 with
+// any offset and any number of fractional digits, converted to UTC, and selects
+// entries strictly after it; type (events) and action (audit) match exactly, or by
+// prefix when they end in ".*". An empty value is the same as an absent one, a
+// parameter given twice is rejected, and unknown parameters are ignored. Since a
+// literal "+" in a query string decodes to a space, a since whose offset sign arrived
+// as a space is read as "+". A bad value is 400 "invalid_field" naming the parameter.
+//
+// Request bodies (decode.go) are limited to Options.BodyLimit (413 "body_too_large")
+// and must be exactly one JSON value with no unknown fields (400 "unknown_field"),
+// well formed (400 "invalid_json") and of the right types (400 "invalid_field" with
+// the dotted path of the field).
+//
+// # Time limits
+//
+// Each non-streaming handler runs under Options.HandlerTimeout; when it runs out the
+// client gets 503 "timeout" at once, whether or not the handler has noticed its
+// context. The export is streamed, so it has no total limit; instead every write
+// must make progress within exportWriteIdle. The server bounds header and body reads
+// (ReadHeaderTimeout, ReadTimeout), idle connections and header size, and has no
+// WriteTimeout because that would cut off long exports.
+//
+// # Logging
+//
+// Every request is logged at Debug with method, path, status and duration. Headers
+// and query strings are never logged: they carry bearer tokens (and, for the
+// WebSocket stream, ?token=).
+package http

@@ -1,0 +1,127 @@
+package http
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/civnode/civnode/eventlog"
+)
+
+// Error is a failure the client can act on. Handlers return it (or wrap it); the
+// server renders it through errorResponse.
+type Error struct {
+	Status  int    // HTTP status
+	Code    string // stable snake_case code (wire.md §1)
+	Message string // for humans; never holds a secret
+	Field   string // the one input field at fault, if any
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%s (%s): %s", e.Code, e.Field, e.Message)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// Codes of wire.md §1 that this package produces, plus the availability codes that
+// table leaves open.
+const (
+	codeInvalidJSON      = "invalid_json"
+	codeUnknownField     = "unknown_field"
+	codeInvalidField     = "invalid_field"
+	codeUnauthorized     = "unauthorized"
+	codeNotFound         = "not_found"
+	codeMethodNotAllowed = "method_not_allowed"
+	codeBodyTooLarge     = "body_too_large"
+	codeInternal         = "internal"
+	codeUnavailable      = "unavailable"
+	codeTimeout          = "timeout"
+	codeCanceled         = "canceled"
+)
+
+// The constructors below are the only places a client error gets its status, so the
+// status of every code can be read in this one file.
+
+func invalidJSON(format string, args ...any) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: codeInvalidJSON, Message: fmt.Sprintf(format, args...)}
+}
+
+func unknownField(field string) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: codeUnknownField, Field: field,
+		Message: fmt.Sprintf("unknown field %q", field)}
+}
+
+func invalidField(field, format string, args ...any) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: codeInvalidField, Field: field,
+		Message: fmt.Sprintf(format, args...)}
+}
+
+func bodyTooLarge(limit int64) *Error {
+	return &Error{Status: http.StatusRequestEntityTooLarge, Code: codeBodyTooLarge,
+		Message: fmt.Sprintf("request body is larger than %d bytes", limit)}
+}
+
+var (
+	errUnauthorized = &Error{Status: http.StatusUnauthorized, Code: codeUnauthorized,
+		Message: "missing or invalid bearer token"}
+	errNotFound = &Error{Status: http.StatusNotFound, Code: codeNotFound,
+		Message: "no such endpoint"}
+	errMethodNotAllowed = &Error{Status: http.StatusMethodNotAllowed, Code: codeMethodNotAllowed,
+		Message: "method not allowed on this endpoint; see the Allow header"}
+)
+
+// errorBody is the JSON shape of every failure (wire.md §1).
+type errorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+	Field string `json:"field,omitempty"`
+}
+
+// errorResponse is the one function that turns an error into an HTTP status and
+// body. internal reports whether the client was given a generic message in place of
+// err, which the caller must then log.
+func errorResponse(err error) (status int, body errorBody, internal bool) {
+	var e *Error
+	switch {
+	case errors.As(err, &e) && e.Status >= 400 && e.Status <= 599:
+		return e.Status, errorBody{Error: e.Message, Code: e.Code, Field: e.Field}, e.Status >= 500
+	case errors.Is(err, eventlog.ErrFailed), errors.Is(err, eventlog.ErrClosed):
+		// Fail-stop: the log refuses writes until an operator restarts the node, and
+		// health says so too.
+		return http.StatusServiceUnavailable,
+			errorBody{Error: "the node cannot accept writes", Code: codeUnavailable}, true
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable,
+			errorBody{Error: "the request took too long", Code: codeTimeout}, false
+	case errors.Is(err, context.Canceled):
+		// The client has gone; the body is for the log line, nobody reads it.
+		return http.StatusServiceUnavailable,
+			errorBody{Error: "the request was canceled", Code: codeCanceled}, false
+	default:
+		return http.StatusInternalServerError,
+			errorBody{Error: "internal error", Code: codeInternal}, true
+	}
+}
+
+// writeError renders err and logs it: server faults at Error with the detail the
+// client does not see, client faults at Debug.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status, body, internal := errorResponse(err)
+	if internal {
+		s.logger.LogAttrs(r.Context(), slog.LevelError, "request failed",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.Int("status", status), slog.String("err", err.Error()))
+	} else {
+		s.logger.LogAttrs(r.Context(), slog.LevelDebug, "request rejected",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.Int("status", status), slog.String("code", body.Code), slog.String("field", body.Field))
+	}
+	b, mErr := marshalJSON(body)
+	if mErr != nil { // cannot happen for three strings; keep the status regardless
+		b = []byte(`{"error":"internal error","code":"internal"}` + "\n")
+	}
+	writeBody(w, status, b)
+}

@@ -1,0 +1,28 @@
+package http
+
+import (
+	"net/http"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// healthResponse is the liveness answer: one string field (control-api.md).
+type healthResponse struct {
+	Status string `json:"status"`
+}
+
+// handleHealth answers GET /v1/health. It needs no token, so it says nothing but
+// whether the node can still record events: once the log has failed (fail-stop) the
+// node is unhealthy until restarted. The 503 body keeps the same one-field shape
+// rather than the error shape, because probes read status, not code.
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	if err := s.log.Healthy(); err != nil {
+		b, mErr := marshalJSON(healthResponse{Status: "unavailable"})
+		if mErr != nil {
+			return mErr
+		}
+		writeBody(w, http.StatusServiceUnavailable, b)
+		return nil
+	}
+	return writeJSON(w, healthResponse{Status: "ok"})
+}

@@ -1,0 +1,210 @@
+package http
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+	"golang.org/x/time/rate"
+
+	"github.com/civnode/civnode/eventlog"
+)
+
+// Options configures New. Every field but Log has a default.
+type Options struct {
+	Log            *eventlog.Log
+	OwnerToken     string        // the control token; compared in constant time
+	Governs        []string      // subnets this node governs (default ["genesis"]); shown nowhere yet but kept for later issues
+	Logger         *slog.Logger  // default slog.Default()
+	BodyLimit      int64         // default 1 MiB → 413 body_too_large
+	HandlerTimeout time.Duration // default 10s, for every non-streaming handler
+}
+
+// Defaults and the server's own limits. Reads are bounded so a slow client cannot
+// hold a connection; writes are bounded per export write, not per response.
+const (
+	defaultBodyLimit      = 1 << 20
+	defaultHandlerTimeout = 10 * time.Second
+	readHeaderTimeout     = 5 * time.Second
+	readTimeout           = 30 * time.Second
+	idleTimeout           = 2 * time.Minute
+	maxHeaderBytes        = 64 << 10
+	exportWriteIdle       = 30 * time.Second
+	shutdownGrace         = 10 * time.Second
+)
+
+// Server is the control API. It is an http.Handler; Serve runs it on a listener.
+type Server struct {
+	log            *eventlog.Log
+	logger         *slog.Logger
+	governs        []string
+	bodyLimit      int64
+	handlerTimeout time.Duration
+	auth           *authenticator
+	router         *httprouter.Router
+	handler        http.Handler
+
+	// Server limits, fields so tests can shorten them.
+	readTimeout     time.Duration
+	exportWriteIdle time.Duration
+	// exportProgress, if set, is called after each event an export writes (tests).
+	exportProgress func(seq uint64)
+}
+
+// New builds the server and its routes. It panics without a Log, which is a wiring
+// mistake rather than a runtime condition.
+func New(opts Options) *Server {
+	if opts.Log == nil {
+		panic("http.New: Options.Log is nil")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if len(opts.Governs) == 0 {
+		opts.Governs = []string{"genesis"}
+	}
+	if opts.BodyLimit <= 0 {
+		opts.BodyLimit = defaultBodyLimit
+	}
+	if opts.HandlerTimeout <= 0 {
+		opts.HandlerTimeout = defaultHandlerTimeout
+	}
+	logger := opts.Logger.With("component", "http")
+	if opts.OwnerToken == "" {
+		logger.Warn("no owner token configured; every authenticated request will be refused")
+	}
+	s := &Server{
+		log:             opts.Log,
+		logger:          logger,
+		governs:         slices.Clone(opts.Governs),
+		bodyLimit:       opts.BodyLimit,
+		handlerTimeout:  opts.HandlerTimeout,
+		auth:            newAuthenticator(opts.OwnerToken, opts.Log, logger, rate.NewLimiter(authAuditRate, authAuditBurst)),
+		readTimeout:     readTimeout,
+		exportWriteIdle: exportWriteIdle,
+	}
+	s.router = httprouter.New()
+	// Redirects would answer a typo with HTML; an API answers 404 instead.
+	s.router.RedirectTrailingSlash = false
+	s.router.RedirectFixedPath = false
+	s.router.HandleMethodNotAllowed = true
+	s.router.HandleOPTIONS = true
+	s.router.GlobalOPTIONS = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The router has set Allow; that is the whole answer.
+		w.WriteHeader(http.StatusNoContent)
+	})
+	s.router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, errNotFound)
+	})
+	s.router.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, errMethodNotAllowed)
+	})
+	s.router.PanicHandler = s.recoverPanic
+	s.routes()
+	s.handler = s.logRequests(s.router)
+	return s
+}
+
+// routes is the table of endpoints.
+func (s *Server) routes() {
+	s.handle(http.MethodGet, "/v1/health", s.handleHealth, routePublic)
+	s.handle(http.MethodGet, "/v1/state", s.handleState, 0)
+	s.handle(http.MethodGet, "/v1/events", s.handleEvents, 0)
+	s.handle(http.MethodGet, "/v1/events/export", s.handleExport, routeStreaming)
+	s.handle(http.MethodGet, "/v1/audit", s.handleAudit, 0)
+}
+
+// handler is one endpoint. It writes its success response itself and returns an
+// error for anything else, which the server renders with writeError.
+type handler func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error
+
+type routeFlags uint8
+
+const (
+	// routePublic skips authentication (only GET /v1/health).
+	routePublic routeFlags = 1 << iota
+	// routeStreaming skips the handler timeout; the handler bounds itself.
+	routeStreaming
+)
+
+// handle registers h. The timeout is outermost so that authentication, including
+// its audit write, is bounded too.
+func (s *Server) handle(method, path string, h handler, flags routeFlags) {
+	next := func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		if err := h(w, r, ps); err != nil {
+			s.writeError(w, r, err)
+		}
+	}
+	if flags&routePublic == 0 {
+		next = s.requireAuth(next)
+	}
+	if flags&routeStreaming == 0 {
+		next = s.withTimeout(next)
+	}
+	s.router.Handle(method, path, next)
+}
+
+// ServeHTTP serves one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.handler.ServeHTTP(w, r)
+}
+
+// recoverPanic answers a panicking handler with 500 and logs the panic with its
+// stack. A handler that has already sent its status cannot be answered; its
+// connection is aborted so the client sees a broken response, not a short one.
+func (s *Server) recoverPanic(w http.ResponseWriter, r *http.Request, v any) {
+	stack := debug.Stack()
+	if hp, ok := v.(*handlerPanic); ok {
+		v, stack = hp.value, hp.stack
+	}
+	if v == http.ErrAbortHandler {
+		panic(v) // the handler's deliberate way to cut a response short
+	}
+	s.logger.LogAttrs(r.Context(), slog.LevelError, "handler panicked",
+		slog.String("method", r.Method), slog.String("path", r.URL.Path),
+		slog.String("panic", fmt.Sprint(v)), slog.String("stack", string(stack)))
+	if rec, ok := w.(*statusRecorder); ok && rec.wroteHeader {
+		panic(http.ErrAbortHandler)
+	}
+	s.writeError(w, r, &Error{Status: http.StatusInternalServerError, Code: codeInternal, Message: "internal error"})
+}
+
+// Serve serves on ln until ctx is done, then shuts down gracefully (in-flight requests get up to 10s).
+// It returns nil after a shutdown, also when stragglers had to be cut off (they are
+// logged), and an error only if serving itself failed.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       s.readTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve http: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		s.logger.Warn("requests still running after the shutdown grace period; closing them", "err", err)
+		if err := hs.Close(); err != nil {
+			s.logger.Warn("close http server", "err", err)
+		}
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve http: %w", err)
+	}
+	return nil
+}
