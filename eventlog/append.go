@@ -202,6 +202,13 @@ func (l *Log) sequence(g *group, r *request) {
 		p := l.seq.chainCanonical(l.did, d.Type, payloads[i], now)
 		g.pending = append(g.pending, p)
 	}
+	if l.onSequenced != nil && r.n > 0 {
+		events := make([]Event, r.n)
+		for i, p := range g.pending[len(g.pending)-r.n:] {
+			events[i] = *p.ev
+		}
+		l.onSequenced(events)
+	}
 }
 
 // signAll signs on every core; signing is the costliest step of an append.

@@ -216,3 +216,54 @@ func TestAppendAfterClose(t *testing.T) {
 		t.Fatalf("err = %v, want ErrClosed", err)
 	}
 }
+
+// TestOnSequenced: the sequencer hook sees every accepted event once, in chain
+// order, and never the events of a rejected request.
+func TestOnSequenced(t *testing.T) {
+	var seqs []uint64
+	l := openMem(t, Options{OnSequenced: func(evs []Event) {
+		for _, ev := range evs {
+			seqs = append(seqs, ev.Seq) // the sequencer is one goroutine
+		}
+	}})
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.Append(context.Background(), draft("test.seq", "i", i), draft("test.seq", "i", i))
+			l.Append(context.Background(), Draft{Type: "Bad"})
+		}()
+	}
+	wg.Wait()
+	l.Close()
+	if len(seqs) != 40 {
+		t.Fatalf("OnSequenced saw %d events, want 40", len(seqs))
+	}
+	for i, s := range seqs {
+		if s != uint64(i)+2 {
+			t.Fatalf("OnSequenced order: position %d has seq %d", i, s)
+		}
+	}
+}
+
+func TestRecords(t *testing.T) {
+	l := openMem(t, Options{})
+	for _, id := range []string{"b", "a", "c"} {
+		if err := l.PutRecord("token", id, []byte(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.PutRecord("tokenx", "z", []byte("other kind"))
+	l.PutRecord("token", "a", []byte("a2"))
+	got, err := l.Records("token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || string(got[0]) != "a2" || string(got[2]) != "c" {
+		t.Fatalf("records = %q", got)
+	}
+	if tip := l.Tip(); tip.Seq != 1 {
+		t.Fatalf("records reached the chain: tip %d", tip.Seq)
+	}
+}

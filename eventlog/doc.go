@@ -34,6 +34,8 @@
 //	0x04 <timestamp µs u64>          seq u64 (timestamps are unique, so this is a seek
 //	                                 target for since=)
 //	0x05 <timestamp µs u64>          audit entry JSON (not chained)
+//	0x06 <kind> 0x00 <id>            administrative record, e.g. a hashed token
+//	                                 (not chained; see records.go)
 //
 // The type index stores each event's ordinal within its type, so a query's total is a
 // subtraction, not a count. All keys of one group of appends are written in one Pebble

@@ -21,7 +21,7 @@ func TestFailStop(t *testing.T) {
 		}
 		return nil
 	})}
-	l := openMem(t, Options{fs: errorfs.Wrap(vfs.NewMem(), toggle)})
+	l := openMem(t, Options{FS: errorfs.Wrap(vfs.NewMem(), toggle)})
 	mustAppend(t, l, draft("test.ok", "n", 1))
 	toggle.On()
 	if _, err := l.Append(context.Background(), draft("test.lost", "n", 2)); !errors.Is(err, ErrFailed) {

@@ -4,12 +4,13 @@ import "encoding/binary"
 
 // Key spaces; see doc.go.
 const (
-	spaceMeta  byte = 0x00
-	spaceEvent byte = 0x01
-	spaceID    byte = 0x02
-	spaceType  byte = 0x03
-	spaceTime  byte = 0x04
-	spaceAudit byte = 0x05
+	spaceMeta   byte = 0x00
+	spaceEvent  byte = 0x01
+	spaceID     byte = 0x02
+	spaceType   byte = 0x03
+	spaceTime   byte = 0x04
+	spaceAudit  byte = 0x05
+	spaceRecord byte = 0x06
 )
 
 var metaSchemaKey = []byte{spaceMeta, 's', 'c', 'h', 'e', 'm', 'a'}

@@ -31,12 +31,18 @@ type Options struct {
 	// before the appenders of that group are released. It runs on the commit path and
 	// must be quick (projections and stream publication).
 	OnCommit func([]Event)
+	// OnSequenced, if set, is called on the sequencer with the events of each
+	// accepted request as soon as they have their place in the chain, before they
+	// are signed or durable. It lets a decision model (see Decide) see every earlier
+	// decision. Events passed here have no Signature yet.
+	OnSequenced func([]Event)
 	// TailCheck is how many of the newest events Open verifies; default 1024.
 	TailCheck int
 	// MaxGroup bounds the events committed under one fsync; default 4096.
 	MaxGroup int
 
-	fs vfs.FS // tests inject faults through this
+	// FS replaces Pebble's file system; tests use it to inject faults.
+	FS vfs.FS
 }
 
 // Tip is the newest durable event.
@@ -48,14 +54,15 @@ type Tip struct {
 
 // Log is an open event log. All methods are safe for concurrent use.
 type Log struct {
-	db       *pebble.DB
-	key      ed25519.PrivateKey
-	pub      ed25519.PublicKey
-	did      string
-	now      func() time.Time
-	log      *slog.Logger
-	onCommit func([]Event)
-	maxGroup int
+	db          *pebble.DB
+	key         ed25519.PrivateKey
+	pub         ed25519.PublicKey
+	did         string
+	now         func() time.Time
+	log         *slog.Logger
+	onCommit    func([]Event)
+	onSequenced func([]Event)
+	maxGroup    int
 
 	// The pipeline: Append → reqs → sequencer → groups → committer.
 	reqs    chan *request
@@ -100,8 +107,8 @@ func Open(opts Options) (*Log, error) {
 	if opts.InMemory {
 		popts.FS, dir = vfs.NewMem(), ""
 	}
-	if opts.fs != nil {
-		popts.FS = opts.fs
+	if opts.FS != nil {
+		popts.FS = opts.FS
 	}
 	db, err := pebble.Open(dir, popts)
 	if err != nil {
@@ -110,7 +117,7 @@ func Open(opts Options) (*Log, error) {
 	pub := opts.Key.Public().(ed25519.PublicKey)
 	l := &Log{
 		db: db, key: opts.Key, pub: pub, did: DIDKey(pub),
-		now: opts.Now, log: opts.Logger, onCommit: opts.OnCommit, maxGroup: opts.MaxGroup,
+		now: opts.Now, log: opts.Logger, onCommit: opts.OnCommit, onSequenced: opts.OnSequenced, maxGroup: opts.MaxGroup,
 		reqs:    make(chan *request, 1024),
 		groups:  make(chan *group, 1),
 		stopped: make(chan struct{}),
