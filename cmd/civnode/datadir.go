@@ -1,0 +1,107 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/civnode/civnode/eventlog"
+)
+
+// dataDir is a node's directory; see doc.go for its files.
+type dataDir string
+
+func (d dataDir) keyPath() string   { return filepath.Join(string(d), "node.key") }
+func (d dataDir) tokenPath() string { return filepath.Join(string(d), "control.token") }
+func (d dataDir) dbPath() string    { return filepath.Join(string(d), "db") }
+
+const dataDirHelp = "node data directory (default $CIVNODE_DATA_DIR, else ~/.civnode)"
+
+// resolveDataDir applies the defaults of --data-dir: $CIVNODE_DATA_DIR, else
+// ~/.civnode.
+func (m *Main) resolveDataDir(flag string) (dataDir, error) {
+	dir := flag
+	if dir == "" {
+		dir = m.Getenv("CIVNODE_DATA_DIR")
+	}
+	if dir == "" {
+		home, err := m.HomeDir()
+		if err != nil {
+			return "", fmt.Errorf("find the default data dir (set --data-dir or CIVNODE_DATA_DIR): %w", err)
+		}
+		dir = filepath.Join(home, ".civnode")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("data dir: %w", err)
+	}
+	return dataDir(abs), nil
+}
+
+// create makes the directory with mode 0700 if it does not exist.
+func (d dataDir) create(logger *slog.Logger) error {
+	if err := os.MkdirAll(string(d), 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	fi, err := os.Stat(string(d))
+	if err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		logger.Warn("data dir is accessible by group or others; chmod 700 it", "path", string(d), "mode", fi.Mode().Perm().String())
+	}
+	return nil
+}
+
+// openChain opens the event log of an existing node for a one-shot command
+// (verify --data-dir, export, replay). It creates nothing: a dir without a node
+// key or database is an error rather than a new node.
+func (d dataDir) openChain(logger *slog.Logger) (*eventlog.Log, error) {
+	key, err := loadNodeKey(d.keyPath(), logger)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no node in %s (node.key is missing); start one with civnode serve --data-dir %s", d, d)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(d.dbPath()); err != nil {
+		return nil, fmt.Errorf("no event log in %s: %w", d, err)
+	}
+	return openLog(d, key, logger)
+}
+
+// openLog opens the event log, turning the database's lock into errDataDirInUse.
+func openLog(d dataDir, key []byte, logger *slog.Logger) (*eventlog.Log, error) {
+	l, err := eventlog.Open(eventlog.Options{Dir: d.dbPath(), Key: key, Logger: logger})
+	if isLockHeld(err) {
+		return nil, fmt.Errorf("%w (%s)", errDataDirInUse, d)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open event log in %s: %w", d.dbPath(), err)
+	}
+	return l, nil
+}
+
+// isLockHeld recognises Pebble's refusal to open a locked database: the bare
+// errno of fcntl(F_SETLK), EAGAIN or EACCES, when another process holds the lock,
+// and Pebble's own message when this process does (the in-process tests run a
+// node and a verify side by side). An errno inside a *fs.PathError is a file that
+// could not be opened at all, such as a permission problem, not the lock.
+func isLockHeld(err error) bool {
+	if err == nil {
+		return false
+	}
+	if strings.Contains(err.Error(), "lock held by current process") {
+		return true
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return false
+	}
+	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES)
+}

@@ -1,0 +1,43 @@
+// Command civnode runs a civnode node and works on its signed event chain.
+//
+//	civnode serve   [--data-dir DIR] [--addr HOST:PORT] [--governs a,b]
+//	civnode verify  FILE|-            an export bundle (- reads stdin)
+//	civnode verify  --data-dir DIR    the local chain
+//	civnode export  [--data-dir DIR]  a signed export bundle to stdout
+//	civnode replay  [--data-dir DIR]  walk and verify the chain, print counts
+//	civnode version
+//
+// The command line is specified in shared/spec/wire.md §10; scripts and tests rely
+// on it.
+//
+// # Data dir
+//
+// --data-dir defaults to $CIVNODE_DATA_DIR, else ~/.civnode. serve creates it with
+// mode 0700 and, on first start, two secrets with mode 0600:
+//
+//	node.key       the node's Ed25519 private key, PKCS#8 PEM ("PRIVATE KEY")
+//	control.token  the owner bearer token: 32 random bytes as hex, then "\n"
+//	db/            the Pebble database of the event log (package eventlog)
+//
+// Secrets are written to a temporary file and linked into place, so a crash never
+// leaves a half-written key and two first starts cannot both create one. A key or
+// token file that is readable by group or others is used anyway, with a warning on
+// stderr: refusing to start would turn a permission slip into an outage, and the
+// operator is told how to fix it. Neither secret is ever logged.
+//
+// # Exclusive access
+//
+// The running node holds the database's lock. verify --data-dir, export and replay
+// open the database themselves, so they fail with a clear message while a node
+// runs on the same dir; verify the node's HTTP export instead.
+//
+// # Exit codes
+//
+// 0 success; 1 failure, including a chain or bundle that does not verify (the
+// "invalid:" line on stdout names the first bad seq); 2 a usage error.
+//
+// # Output
+//
+// Results go to stdout, logs (log/slog text, --log-level) to stderr. Progress bars
+// for verify, export and replay are drawn on stderr only when it is a terminal.
+package main

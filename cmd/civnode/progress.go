@@ -1,0 +1,57 @@
+package main
+
+import (
+	"io"
+	"os"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+)
+
+// progress draws a bar on stderr while a long walk of the chain runs, only when
+// stderr is a terminal, so scripts and CI logs never see one. total is the
+// number of events when known, -1 otherwise. It returns the callback for
+// eventlog's progress parameter (nil when there is no bar) and a function that
+// removes the bar.
+func (m *Main) progress(desc string, total int64) (func(seq uint64), func()) {
+	if !isTerminal(m.Stderr) {
+		return nil, func() {}
+	}
+	bar := progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(m.Stderr),
+		progressbar.OptionSetDescription(desc),
+		progressbar.OptionShowCount(),
+		progressbar.OptionShowIts(),
+		progressbar.OptionSetItsString("events"),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)
+	return func(seq uint64) { bar.Set64(int64(seq)) }, func() { bar.Finish() }
+}
+
+// progressReader wraps r in a byte-counting bar of size bytes when stderr is a
+// terminal; it is used for bundles read from a file, whose event count is only
+// known at its end.
+func (m *Main) progressReader(desc string, r io.Reader, size int64) (io.Reader, func()) {
+	if !isTerminal(m.Stderr) {
+		return r, func() {}
+	}
+	bar := progressbar.NewOptions64(size,
+		progressbar.OptionSetWriter(m.Stderr),
+		progressbar.OptionSetDescription(desc),
+		progressbar.OptionShowBytes(true),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)
+	pr := progressbar.NewReader(r, bar)
+	return &pr, func() { bar.Finish() }
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/spf13/cobra"
+
+	"github.com/civnode/civnode/eventlog"
+	civhttp "github.com/civnode/civnode/http"
+)
+
+// serveConfig is the command line of serve. Flags for features that do not
+// exist yet (--registry-url, --rate-limit, --nats-leaf in wire.md §10) are
+// added with the features.
+type serveConfig struct {
+	dataDir string
+	addr    string
+	governs []string
+}
+
+func (m *Main) newServeCommand(g *globals) *cobra.Command {
+	var cfg serveConfig
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the node: the control API over the event log",
+		Long: `serve runs the node until SIGINT or SIGTERM. On first start it creates the data
+dir (mode 0700), the node key node.key and the owner token control.token (both
+mode 0600). A key or token file readable by group or others is used with a
+warning. Once it serves it prints one line to stdout:
+
+  civnode listening on http://HOST:PORT
+
+with the port resolved when --addr asks for port 0. Logs go to stderr. The
+node refuses to start when the newest events of its chain do not verify, and
+names the first bad seq.`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := m.logger(g)
+			if err != nil {
+				return err
+			}
+			return m.serve(cmd.Context(), cfg, logger)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.dataDir, "data-dir", "", dataDirHelp)
+	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "listen address HOST:PORT; port 0 picks a free port")
+	f.StringSliceVar(&cfg.governs, "governs", []string{"genesis"}, "subnets this node is the governance actor for, comma separated")
+	return cmd
+}
+
+// serve runs the node until ctx is done.
+func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) (err error) {
+	dir, err := m.resolveDataDir(cfg.dataDir)
+	if err != nil {
+		return err
+	}
+	if err := dir.create(logger); err != nil {
+		return err
+	}
+	key, err := loadOrCreateNodeKey(dir.keyPath(), logger)
+	if err != nil {
+		return err
+	}
+	token, err := loadOrCreateControlToken(dir.tokenPath(), logger)
+	if err != nil {
+		return err
+	}
+	chain, err := openLog(dir, key, logger)
+	var ce *eventlog.ChainError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("%w; the node will not start on a chain that does not verify", err)
+	}
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := chain.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close event log: %w", cerr)
+		}
+	}()
+
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	addr := ln.Addr().String()
+	version := buildVersion()
+	// Not ctx: a signal during start-up still leaves a started/stopped pair.
+	if _, err := chain.Audit(context.WithoutCancel(ctx), "node.started", chain.NodeDID(), map[string]any{
+		"addr": addr, "version": version, "tip_seq": chain.Tip().Seq,
+	}); err != nil {
+		ln.Close()
+		return fmt.Errorf("audit node.started: %w", err)
+	}
+	srv := civhttp.New(civhttp.Options{
+		Log:        chain,
+		OwnerToken: token,
+		Governs:    cfg.governs,
+		Logger:     logger.With("component", "http"),
+	})
+	logger.Info("serving", "addr", addr, "node_did", chain.NodeDID(), "data_dir", string(dir),
+		"tip_seq", chain.Tip().Seq, "version", version)
+	if _, err := fmt.Fprintf(m.Stdout, "civnode listening on http://%s\n", addr); err != nil {
+		ln.Close()
+		return fmt.Errorf("print listening line: %w", err)
+	}
+
+	// Serve returns nil once ctx is done and in-flight requests have finished.
+	serveErr := srv.Serve(ctx, ln)
+	// The stop is recorded although ctx, the reason for stopping, is done.
+	if _, err := chain.Audit(context.WithoutCancel(ctx), "node.stopped", chain.NodeDID(), map[string]any{
+		"tip_seq": chain.Tip().Seq,
+	}); err != nil {
+		return errors.Join(serveErr, fmt.Errorf("audit node.stopped: %w", err))
+	}
+	if serveErr != nil {
+		return serveErr
+	}
+	logger.Info("stopped", "tip_seq", chain.Tip().Seq)
+	return nil
+}
