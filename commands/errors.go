@@ -1,0 +1,54 @@
+package commands
+
+import "fmt"
+
+// Kind classifies a refused command; the HTTP layer maps each kind to one status
+// (wire.md §1) in its single mapping function.
+type Kind uint8
+
+const (
+	KindInvalid   Kind = iota + 1 // 400: bad input, Field names it
+	KindForbidden                 // 403: the actor may not do this
+	KindNotFound                  // 404: a named resource does not exist
+	KindConflict                  // 409: state or uniqueness conflict
+)
+
+// Error is a command refused for a reason the caller can act on.
+type Error struct {
+	Kind    Kind
+	Code    string // snake_case, e.g. "slug_taken", "not_eligible"
+	Field   string // the input field at fault, when there is one
+	Message string
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%s: %s (%s)", e.Code, e.Message, e.Field)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// Invalid reports bad input in field.
+func Invalid(field, format string, args ...any) *Error {
+	return &Error{Kind: KindInvalid, Code: "invalid_field", Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// Missing reports a required field that is absent.
+func Missing(field string) *Error {
+	return &Error{Kind: KindInvalid, Code: "missing_field", Field: field, Message: field + " is required"}
+}
+
+// Forbidden reports an actor acting beyond its token.
+func Forbidden(code, format string, args ...any) *Error {
+	return &Error{Kind: KindForbidden, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// NotFound reports a named resource that does not exist.
+func NotFound(code, field, format string, args ...any) *Error {
+	return &Error{Kind: KindNotFound, Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// Conflict reports a state-machine or uniqueness conflict.
+func Conflict(code, field, format string, args ...any) *Error {
+	return &Error{Kind: KindConflict, Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+}
