@@ -17,7 +17,13 @@ import (
 // durable. Concurrent callers share one Pebble batch and one fsync (group commit).
 // Either every draft of a call is appended or none is.
 func (l *Log) Append(ctx context.Context, drafts ...Draft) ([]Event, error) {
-	return l.submit(ctx, &request{drafts: drafts})
+	// Canonicalise on the caller's goroutine: it runs in parallel with other
+	// callers and keeps the sequencer, the one serial step, short.
+	payloads, err := canonicalDrafts(drafts)
+	if err != nil {
+		return nil, err
+	}
+	return l.submit(ctx, &request{drafts: drafts, payloads: payloads})
 }
 
 // Decide runs decide on the log's sequencer, serialised with every other append,
@@ -31,12 +37,13 @@ func (l *Log) Decide(ctx context.Context, decide func() ([]Draft, error)) ([]Eve
 }
 
 type request struct {
-	drafts []Draft
-	decide func() ([]Draft, error)
-	n      int // events this request put in its group
-	events []Event
-	err    error
-	done   chan struct{}
+	drafts   []Draft
+	payloads [][]byte // canonical payloads of drafts, when known before sequencing
+	decide   func() ([]Draft, error)
+	n        int // events this request put in its group
+	events   []Event
+	err      error
+	done     chan struct{}
 }
 
 func (l *Log) submit(ctx context.Context, r *request) ([]Event, error) {
@@ -107,6 +114,18 @@ func canonicalDraft(d Draft) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidDraft, d.Type, err)
 	}
 	return payload, nil
+}
+
+func canonicalDrafts(drafts []Draft) ([][]byte, error) {
+	payloads := make([][]byte, len(drafts))
+	for i, d := range drafts {
+		p, err := canonicalDraft(d)
+		if err != nil {
+			return nil, err
+		}
+		payloads[i] = p
+	}
+	return payloads, nil
 }
 
 // chain gives a draft its place: seq, timestamp, prev_hash and id.
@@ -187,14 +206,13 @@ func (l *Log) sequence(g *group, r *request) {
 			return
 		}
 	}
-	payloads := make([][]byte, len(drafts))
-	for i, d := range drafts {
-		p, err := canonicalDraft(d)
-		if err != nil {
+	payloads := r.payloads
+	if payloads == nil {
+		var err error
+		if payloads, err = canonicalDrafts(drafts); err != nil {
 			r.err = err
 			return
 		}
-		payloads[i] = p
 	}
 	now := l.now().UnixMicro()
 	r.n = len(drafts)

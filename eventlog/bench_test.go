@@ -156,3 +156,18 @@ func BenchmarkVerify(b *testing.B) {
 		report(b, time.Since(start))
 	})
 }
+
+// BenchmarkPebbleSyncWrite is the storage limit: one small synced Pebble write, as
+// a lone caller sees it (no group commit).
+func BenchmarkPebbleSyncWrite(b *testing.B) {
+	l, err := Open(Options{Dir: b.TempDir(), Key: seedKey(b, vectorSeed)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	for i := 0; b.Loop(); i++ {
+		if err := l.PutRecord("bench", fmt.Sprint(i%64), []byte("x")); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

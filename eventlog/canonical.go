@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-
-	"github.com/gowebpki/jcs"
 )
 
 // canonicalPayload returns the RFC 8785 form of a JSON object payload.
@@ -18,7 +16,7 @@ func canonicalPayload(raw []byte) ([]byte, error) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil, fmt.Errorf("payload is not a JSON object")
 	}
-	out, err := jcs.Transform(raw)
+	out, err := canonicalJSON(raw)
 	if err != nil {
 		return nil, fmt.Errorf("canonicalise payload: %w", err)
 	}
