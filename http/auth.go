@@ -6,46 +6,54 @@ import (
 	"crypto/subtle"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
 	"golang.org/x/time/rate"
 
+	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/eventlog"
 )
 
-// principal is who an authenticated request acts as. Authorisation decisions and
-// audit entries use it, never the token itself.
-type principal struct {
-	// tokenID names the token in audit entries ("token:<id>"); it is not secret.
-	tokenID string
-	kind    tokenKind
+// Tokens is the service behind agent and observer tokens (wire.md §2);
+// *commands.Tokens satisfies it. Authenticate serves every request; the rest serve
+// the admin endpoints (admin.go). It mirrors the service one to one, which is why
+// it is wider than our usual interface.
+type Tokens interface {
+	Authenticate(secret string) (commands.Actor, bool)
+	Create(ctx context.Context, actor commands.Actor, kind, publicID string) (commands.IssuedToken, error)
+	Rotate(ctx context.Context, actor commands.Actor, id string) (commands.IssuedToken, error)
+	Revoke(ctx context.Context, actor commands.Actor, id string) (commands.Token, error)
+	List(actor commands.Actor) ([]commands.Token, error)
 }
 
-// tokenKind is what a token may do. Agent tokens (acting for one identity) and
-// observer tokens (read-only) are planned beside the owner token (wire.md §2).
-type tokenKind uint8
+// ownerTokenID names the owner token in audit entries ("token:owner").
+const ownerTokenID = "owner"
 
-const (
-	// tokenOwner acts for the node, every identity bound on it and the subnets it
-	// governs.
-	tokenOwner tokenKind = iota + 1
-)
+type actorKey struct{}
 
-// actor is the audit actor of requests made with this token (wire.md §5).
-func (p principal) actor() string { return "token:" + p.tokenID }
-
-type principalKey struct{}
-
-func withPrincipal(ctx context.Context, p principal) context.Context {
-	return context.WithValue(ctx, principalKey{}, p)
+func withActor(ctx context.Context, a commands.Actor) context.Context {
+	return context.WithValue(ctx, actorKey{}, a)
 }
 
-// principalFrom returns the request's principal; ok is false on public routes.
-func principalFrom(ctx context.Context) (principal, bool) {
-	p, ok := ctx.Value(principalKey{}).(principal)
-	return p, ok
+// authenticatedActor returns the actor of the request's token; ok is false on
+// public routes.
+func authenticatedActor(ctx context.Context) (commands.Actor, bool) {
+	a, ok := ctx.Value(actorKey{}).(commands.Actor)
+	return a, ok
 }
+
+// requestActor returns who the request acts as. On a public route it is the zero
+// Actor, whose Kind matches no rule, so a command refuses it.
+func requestActor(ctx context.Context) commands.Actor {
+	a, _ := authenticatedActor(ctx)
+	return a
+}
+
+// auditActor is the audit actor of requests made as a (wire.md §5). It names the
+// token by id, never by its secret.
+func auditActor(a commands.Actor) string { return "token:" + a.TokenID }
 
 // Failed authentications are audited at most once a second, with a small burst, so
 // that a client hammering the API with bad tokens cannot grow the audit log (or
@@ -57,50 +65,43 @@ const (
 	anonymousActor = "anonymous"
 )
 
-// authenticator maps bearer tokens to principals.
+// authenticator maps bearer tokens to actors: the owner token itself, every other
+// token through the token service.
 type authenticator struct {
-	tokens  []tokenEntry
-	log     *eventlog.Log
-	logger  *slog.Logger
-	limiter *rate.Limiter
+	// owner is the owner token's SHA-256 digest rather than the token: digests have
+	// one length, so a constant-time comparison leaks neither content nor length,
+	// and the secret is not kept in memory longer than needed.
+	owner    [sha256.Size]byte
+	hasOwner bool
+	governs  []string
+	tokens   Tokens // nil: only the owner token works
+	log      *eventlog.Log
+	logger   *slog.Logger
+	limiter  *rate.Limiter
 }
 
-// tokenEntry holds a token's SHA-256 digest rather than the token: digests have one
-// length, so a constant-time comparison leaks neither content nor length, and the
-// secret is not kept in memory longer than needed.
-type tokenEntry struct {
-	digest [sha256.Size]byte
-	who    principal
-}
-
-func newAuthenticator(ownerToken string, log *eventlog.Log, logger *slog.Logger, limiter *rate.Limiter) *authenticator {
-	a := &authenticator{log: log, logger: logger, limiter: limiter}
+func newAuthenticator(ownerToken string, governs []string, tokens Tokens, log *eventlog.Log, logger *slog.Logger, limiter *rate.Limiter) *authenticator {
+	a := &authenticator{governs: slices.Clip(slices.Clone(governs)), tokens: tokens, log: log, logger: logger, limiter: limiter}
 	if ownerToken != "" { // an empty token must never match an empty header
-		a.tokens = append(a.tokens, tokenEntry{
-			digest: sha256.Sum256([]byte(ownerToken)),
-			who:    principal{tokenID: "owner", kind: tokenOwner},
-		})
+		a.owner, a.hasOwner = sha256.Sum256([]byte(ownerToken)), true
 	}
 	return a
 }
 
-// authenticate returns the principal of the request's bearer token.
-func (a *authenticator) authenticate(r *http.Request) (principal, bool) {
+// authenticate returns the actor of the request's bearer token.
+func (a *authenticator) authenticate(r *http.Request) (commands.Actor, bool) {
 	token, ok := bearerToken(r.Header.Get("Authorization"))
 	if !ok {
-		return principal{}, false
+		return commands.Actor{}, false
 	}
 	digest := sha256.Sum256([]byte(token))
-	var found principal
-	match := 0
-	// Every entry is compared rather than stopping at the first match, so the time
-	// taken does not tell how many tokens a guess got past.
-	for _, e := range a.tokens {
-		if subtle.ConstantTimeCompare(digest[:], e.digest[:]) == 1 {
-			found, match = e.who, 1
-		}
+	if a.hasOwner && subtle.ConstantTimeCompare(digest[:], a.owner[:]) == 1 {
+		return commands.Actor{TokenID: ownerTokenID, Kind: commands.ActorOwner, Governs: a.governs}, true
 	}
-	return found, match == 1
+	if a.tokens == nil {
+		return commands.Actor{}, false
+	}
+	return a.tokens.Authenticate(token)
 }
 
 // bearerToken extracts the token of an "Authorization: Bearer <token>" header. The
@@ -117,18 +118,44 @@ func bearerToken(header string) (string, bool) {
 	return token, true
 }
 
-// requireAuth admits requests with a known bearer token and answers the rest 401.
-func (s *Server) requireAuth(next httprouter.Handle) httprouter.Handle {
+// requireAuth admits requests with a known bearer token whose kind the route
+// admits (flags), answers unknown tokens 401 and the wrong kind 403.
+func (s *Server) requireAuth(next httprouter.Handle, flags routeFlags) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		p, ok := s.auth.authenticate(r)
+		actor, ok := s.auth.authenticate(r)
 		if !ok {
 			s.auth.recordFailure(r)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="civnode"`)
 			s.writeError(w, r, errUnauthorized)
 			return
 		}
-		next(w, r.WithContext(withPrincipal(r.Context(), p)), ps)
+		if err := admitKind(actor, flags); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		next(w, r.WithContext(withActor(r.Context(), actor)), ps)
 	}
+}
+
+// admitKind is the route-level half of authorisation, decided by the route table
+// alone: owner-only routes, and the few routes an observer may read. Which
+// identities an agent may act for is the commands' half.
+func admitKind(a commands.Actor, flags routeFlags) error {
+	switch a.Kind {
+	case commands.ActorOwner:
+		return nil
+	case commands.ActorAgent:
+		if flags&routeOwner != 0 {
+			return commands.Forbidden("forbidden", "this endpoint is for the owner token only")
+		}
+		return nil
+	case commands.ActorObserver:
+		if flags&routeObserver == 0 {
+			return commands.Forbidden("forbidden", "an observer token may only read the event log, its export, the stream and health")
+		}
+		return nil
+	}
+	return commands.Forbidden("forbidden", "this token may not use the API")
 }
 
 // authFailedDetail is the detail of an auth.failed audit entry. It never holds the

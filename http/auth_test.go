@@ -1,10 +1,17 @@
 package http
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/civnode/civnode/commands"
 )
 
 func TestUnauthorized(t *testing.T) {
@@ -118,4 +125,102 @@ func TestBearerToken(t *testing.T) {
 			t.Errorf("bearerToken(%q) = %q, %v; want %q, %v", tc.header, token, ok, tc.token, tc.ok)
 		}
 	}
+}
+
+// TestTokenKindsOnRoutes: observers read only the event log, its export and
+// health; agents read everything but the audit log and the admin endpoints; the
+// owner reads everything. Revoked and replaced secrets are 401.
+func TestTokenKindsOnRoutes(t *testing.T) {
+	n, ts := newTokenNode(t, nil)
+	ownerActor := commands.Actor{TokenID: "owner", Kind: commands.ActorOwner}
+	obs := issue(t, ts, "observer", "")
+	agent := issue(t, ts, "agent", "alice")
+	revoked := issue(t, ts, "agent", "alice")
+	rotated := issue(t, ts, "observer", "")
+	if _, err := ts.Revoke(context.Background(), ownerActor, revoked.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Rotate(context.Background(), ownerActor, rotated.ID); err != nil {
+		t.Fatal(err)
+	}
+	tip := n.log.Tip()
+
+	paths := []string{"/v1/health", "/v1/events", "/v1/events/export", "/v1/state", "/v1/audit", "/v1/admin/tokens"}
+	for _, tc := range []struct {
+		name   string
+		token  string
+		status []int // per path
+	}{
+		{"owner", testToken, []int{200, 200, 200, 200, 200, 200}},
+		{"agent", agent.Secret, []int{200, 200, 200, 200, 403, 403}},
+		{"observer", obs.Secret, []int{200, 200, 200, 403, 403, 403}},
+		{"revoked", revoked.Secret, []int{200, 401, 401, 401, 401, 401}},
+		{"replaced by rotation", rotated.Secret, []int{200, 401, 401, 401, 401, 401}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for i, p := range paths {
+				r := n.request(http.MethodGet, p, tc.token, nil)
+				switch tc.status[i] {
+				case 200:
+					if r.status != http.StatusOK {
+						t.Errorf("GET %s: %d (body %.200s), want 200", p, r.status, r.body)
+					}
+				case 401:
+					r.wantError(t, http.StatusUnauthorized, "unauthorized", "")
+				case 403:
+					r.wantError(t, http.StatusForbidden, "forbidden", "")
+				}
+			}
+		})
+	}
+	// POST routes are refused by kind before the body is read.
+	n.post("/v1/admin/tokens", obs.Secret, `not json`).wantError(t, http.StatusForbidden, "forbidden", "")
+	if got := n.log.Tip(); got != tip {
+		t.Errorf("tip moved from %+v to %+v", tip, got)
+	}
+	// The export by an observer is audited under its token id.
+	es := n.auditEntries("export.sealed")
+	var actors []string
+	for _, e := range es {
+		actors = append(actors, e.Actor)
+	}
+	if !slices.Contains(actors, "token:"+obs.ID) || !slices.Contains(actors, "token:"+agent.ID) || !slices.Contains(actors, "token:owner") {
+		t.Errorf("export.sealed actors = %v", actors)
+	}
+}
+
+// TestRequestActor checks what a handler sees of each token.
+func TestRequestActor(t *testing.T) {
+	var tokens *commands.Tokens
+	n := newTestNodeWith(t, func(o *Options) {
+		ts, err := commands.NewTokens(commands.TokensOptions{Store: o.Log, Auditor: o.Log, NodeDID: o.Log.NodeDID(),
+			Identities: tokenIdentities{"alice": tokenAliceDID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens, o.Tokens, o.Governs = ts, ts, []string{"genesis", "mars"}
+	}, func(s *Server) {
+		echo := func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+			return writeJSON(w, requestActor(r.Context()))
+		}
+		s.handle(http.MethodGet, "/test/actor", echo, 0)
+		s.handle(http.MethodGet, "/test/public", echo, routePublic)
+	})
+	agent := issue(t, tokens, "agent", "alice")
+	for _, tc := range []struct {
+		path, token string
+		want        commands.Actor
+	}{
+		{"/test/actor", testToken, commands.Actor{TokenID: "owner", Kind: commands.ActorOwner, Governs: []string{"genesis", "mars"}}},
+		{"/test/actor", agent.Secret, commands.Actor{TokenID: agent.ID, Kind: commands.ActorAgent, AgentDID: tokenAliceDID}},
+		{"/test/public", testToken, commands.Actor{}},
+	} {
+		var got commands.Actor
+		n.request(http.MethodGet, tc.path, tc.token, nil).decode(t, &got)
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: actor %+v, want %+v", tc.path, got, tc.want)
+		}
+	}
+	obs := issue(t, tokens, "observer", "")
+	n.request(http.MethodGet, "/test/actor", obs.Secret, nil).wantError(t, http.StatusForbidden, "forbidden", "")
 }
