@@ -17,14 +17,21 @@
 //
 // # Authentication
 //
-// Every route but GET /v1/health needs Authorization: Bearer <token>. Tokens are
-// compared as SHA-256 digests in constant time, so neither content nor length leaks.
-// A request that passes carries a principal in its context, which names the token by
-// id ("owner" today) and is what audit entries record as actor "token:<id>". A
-// request that fails gets 401 "unauthorized"; failures are recorded as audit action
-// auth.failed with actor "anonymous" and detail {"path","remote"}, at most one per
-// second with a burst of five so a flood of bad requests cannot flood the audit log.
-// The presented token is never stored or logged.
+// Every route but GET /v1/health needs Authorization: Bearer <token>. The owner
+// token (Options.OwnerToken) is compared as a SHA-256 digest in constant time, so
+// neither content nor length leaks; agent and observer tokens are looked up by
+// digest in the token service (Options.Tokens, see docs/tokens.md). A request that
+// passes carries a commands.Actor in its context (requestActor), which names the
+// token by id ("owner" or "tok_…") and is what audit entries record as actor
+// "token:<id>". The route table decides by kind alone: routeOwner routes (audit,
+// admin) refuse every other token with 403 "forbidden", and an observer token gets
+// 403 everywhere but on routeObserver routes (the event log and its export) and
+// health. Which identities an agent token may act for is for the commands to
+// decide. A request that fails authentication gets 401 "unauthorized"; failures
+// are recorded as audit action auth.failed with actor "anonymous" and detail
+// {"path","remote"}, at most one per second with a burst of five so a flood of bad
+// requests cannot flood the audit log. The presented token is never stored or
+// logged.
 //
 // # Input
 //

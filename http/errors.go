@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/eventlog"
 )
 
@@ -73,6 +74,14 @@ var (
 		Message: "method not allowed on this endpoint; see the Allow header"}
 )
 
+// commandStatus is the status of each kind of refused command (wire.md §1).
+var commandStatus = map[commands.Kind]int{
+	commands.KindInvalid:   http.StatusBadRequest,
+	commands.KindForbidden: http.StatusForbidden,
+	commands.KindNotFound:  http.StatusNotFound,
+	commands.KindConflict:  http.StatusConflict,
+}
+
 // errorBody is the JSON shape of every failure (wire.md §1).
 type errorBody struct {
 	Error string `json:"error"`
@@ -85,9 +94,12 @@ type errorBody struct {
 // err, which the caller must then log.
 func errorResponse(err error) (status int, body errorBody, internal bool) {
 	var e *Error
+	var ce *commands.Error
 	switch {
 	case errors.As(err, &e) && e.Status >= 400 && e.Status <= 599:
 		return e.Status, errorBody{Error: e.Message, Code: e.Code, Field: e.Field}, e.Status >= 500
+	case errors.As(err, &ce) && commandStatus[ce.Kind] != 0:
+		return commandStatus[ce.Kind], errorBody{Error: ce.Message, Code: ce.Code, Field: ce.Field}, false
 	case errors.Is(err, eventlog.ErrFailed), errors.Is(err, eventlog.ErrClosed):
 		// Fail-stop: the log refuses writes until an operator restarts the node, and
 		// health says so too.

@@ -34,7 +34,7 @@ type exportSealedDetail struct {
 // reported in JSON; the connection is then aborted so the client sees a broken
 // response, never a truncated one that looks complete.
 func (s *Server) handleExport(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	p, ok := principalFrom(r.Context())
+	actor, ok := authenticatedActor(r.Context())
 	if !ok {
 		return errors.New("export: route is not authenticated")
 	}
@@ -75,7 +75,7 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request, _ httprout
 
 	// The bundle is complete; record it even if the client disconnects now.
 	detail := exportSealedDetail{ExportID: summary.ExportID, EventCount: summary.EventCount, ChainTipHash: summary.TipHash}
-	if _, err := s.log.Audit(context.WithoutCancel(r.Context()), "export.sealed", p.actor(), detail); err != nil {
+	if _, err := s.log.Audit(context.WithoutCancel(r.Context()), "export.sealed", auditActor(actor), detail); err != nil {
 		s.logger.Warn("audit export.sealed", "export_id", summary.ExportID, "err", err)
 	}
 	return nil

@@ -14,17 +14,27 @@ import (
 	"github.com/julienschmidt/httprouter"
 	"golang.org/x/time/rate"
 
+	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/projections"
 )
 
 // Options configures New. Every field but Log has a default.
 type Options struct {
 	Log            *eventlog.Log
 	OwnerToken     string        // the control token; compared in constant time
-	Governs        []string      // subnets this node governs (default ["genesis"]); shown nowhere yet but kept for later issues
+	Governs        []string      // subnets this node governs (default ["genesis"]); the owner actor's Governs
+	Tokens         Tokens        // agent and observer tokens and the admin endpoints; nil: only OwnerToken works
 	Logger         *slog.Logger  // default slog.Default()
 	BodyLimit      int64         // default 1 MiB → 413 body_too_large
 	HandlerTimeout time.Duration // default 10s, for every non-streaming handler
+
+	// Identity runs the identity commands and signs the node's binding proof;
+	// Identities is the identity read model (fed by OnCommit). Set both or
+	// neither: without them the /v1/civilization and /v1/supervision endpoints
+	// are not served and GET /v1/state shows no controller binding.
+	Identity   *commands.Identity
+	Identities *projections.Identities
 }
 
 // Defaults and the server's own limits. Reads are bounded so a slow client cannot
@@ -48,6 +58,9 @@ type Server struct {
 	bodyLimit      int64
 	handlerTimeout time.Duration
 	auth           *authenticator
+	tokens         Tokens
+	identity       *commands.Identity
+	identities     *projections.Identities
 	router         *httprouter.Router
 	handler        http.Handler
 
@@ -76,6 +89,9 @@ func New(opts Options) *Server {
 	if opts.HandlerTimeout <= 0 {
 		opts.HandlerTimeout = defaultHandlerTimeout
 	}
+	if (opts.Identity == nil) != (opts.Identities == nil) {
+		panic("http.New: set both Options.Identity and Options.Identities, or neither")
+	}
 	logger := opts.Logger.With("component", "http")
 	if opts.OwnerToken == "" {
 		logger.Warn("no owner token configured; every authenticated request will be refused")
@@ -86,7 +102,10 @@ func New(opts Options) *Server {
 		governs:         slices.Clone(opts.Governs),
 		bodyLimit:       opts.BodyLimit,
 		handlerTimeout:  opts.HandlerTimeout,
-		auth:            newAuthenticator(opts.OwnerToken, opts.Log, logger, rate.NewLimiter(authAuditRate, authAuditBurst)),
+		auth:            newAuthenticator(opts.OwnerToken, opts.Governs, opts.Tokens, opts.Log, logger, rate.NewLimiter(authAuditRate, authAuditBurst)),
+		tokens:          opts.Tokens,
+		identity:        opts.Identity,
+		identities:      opts.Identities,
 		readTimeout:     readTimeout,
 		exportWriteIdle: exportWriteIdle,
 	}
@@ -116,9 +135,32 @@ func New(opts Options) *Server {
 func (s *Server) routes() {
 	s.handle(http.MethodGet, "/v1/health", s.handleHealth, routePublic)
 	s.handle(http.MethodGet, "/v1/state", s.handleState, 0)
-	s.handle(http.MethodGet, "/v1/events", s.handleEvents, 0)
-	s.handle(http.MethodGet, "/v1/events/export", s.handleExport, routeStreaming)
-	s.handle(http.MethodGet, "/v1/audit", s.handleAudit, 0)
+	s.handle(http.MethodGet, "/v1/events", s.handleEvents, routeObserver)
+	s.handle(http.MethodGet, "/v1/events/export", s.handleExport, routeStreaming|routeObserver)
+	s.handle(http.MethodGet, "/v1/audit", s.handleAudit, routeOwner)
+	s.adminRoutes()
+	s.civilizationRoutes()
+}
+
+// civilizationRoutes registers the identity and civilization endpoints, when the
+// server has the identity commands and read model.
+func (s *Server) civilizationRoutes() {
+	if s.identities == nil {
+		return
+	}
+	s.handle(http.MethodPost, "/v1/civilization/bootstrap-identity", s.handleBootstrapIdentity, routeOwner)
+	s.handle(http.MethodGet, "/v1/civilization/identities", s.handleIdentities, 0)
+	s.handle(http.MethodGet, "/v1/civilization/public-identity", s.handleGetPublicIdentity, 0)
+	s.handle(http.MethodPost, "/v1/civilization/public-identity", s.handlePostPublicIdentity, 0)
+	s.handle(http.MethodGet, "/v1/civilization/controller-binding", s.handleGetControllerBinding, 0)
+	s.handle(http.MethodPost, "/v1/civilization/controller-binding", s.handlePostControllerBinding, 0)
+	s.handle(http.MethodGet, "/v1/civilization/profile", s.handleGetProfile, 0)
+	s.handle(http.MethodPost, "/v1/civilization/profile", s.handlePostProfile, 0)
+	s.handle(http.MethodGet, "/v1/civilization/metrics", s.handleMetrics, 0)
+	s.handle(http.MethodGet, "/v1/civilization/briefing", s.handleCivilizationBriefing, 0)
+	s.handle(http.MethodGet, "/v1/supervision/identities", s.handleSupervisionIdentities, routeOwner)
+	s.handle(http.MethodGet, "/v1/supervision/home", s.handleSupervisionHome, 0)
+	s.handle(http.MethodGet, "/v1/supervision/briefing", s.handleSupervisionBriefing, routeOwner)
 }
 
 // handler is one endpoint. It writes its success response itself and returns an
@@ -132,6 +174,11 @@ const (
 	routePublic routeFlags = 1 << iota
 	// routeStreaming skips the handler timeout; the handler bounds itself.
 	routeStreaming
+	// routeObserver admits observer tokens too (wire.md §2: the event log, its
+	// export, the stream and health). Without it an observer gets 403.
+	routeObserver
+	// routeOwner admits the owner token only (audit, admin); others get 403.
+	routeOwner
 )
 
 // handle registers h. The timeout is outermost so that authentication, including
@@ -143,7 +190,7 @@ func (s *Server) handle(method, path string, h handler, flags routeFlags) {
 		}
 	}
 	if flags&routePublic == 0 {
-		next = s.requireAuth(next)
+		next = s.requireAuth(next, flags)
 	}
 	if flags&routeStreaming == 0 {
 		next = s.withTimeout(next)

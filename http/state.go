@@ -2,10 +2,11 @@ package http
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
+
+	"github.com/civnode/civnode/commands"
 )
 
 // stateResponse is GET /v1/state (wire.md §6). Parts that later work fills in
@@ -22,12 +23,23 @@ type stateResponse struct {
 }
 
 type stateIdentity struct {
-	NodeDID   string `json:"node_did"`
-	PublicKey string `json:"public_key"` // standard base64 of the Ed25519 key
-	// PublicIdentity and ControllerBinding are null until the node has a public
-	// identity and a binding (with its JWS proof).
-	PublicIdentity    json.RawMessage `json:"public_identity"`
-	ControllerBinding json.RawMessage `json:"controller_binding"`
+	NodeDID        string              `json:"node_did"`
+	PublicKey      string              `json:"public_key"` // standard base64 of the Ed25519 key
+	PublicIdentity statePublicIdentity `json:"public_identity"`
+	// ControllerBinding is the node's binding to its own DID with its JWS proof
+	// (commands.NodeBinding); null when the server runs without the identity
+	// commands, which hold the key that signs it.
+	ControllerBinding *commands.NodeBinding `json:"controller_binding"`
+}
+
+// statePublicIdentity is the node's own public identity. The node is not one of
+// the agent identities bootstrapped on it: it has no slug, so public_id is null,
+// and its key is the one every event signature verifies against.
+type statePublicIdentity struct {
+	AgentDID  string  `json:"agent_did"`
+	PublicID  *string `json:"public_id"`
+	PublicKey string  `json:"public_key"` // standard base64 of the Ed25519 key
+	KeyType   string  `json:"key_type"`   // always "Ed25519"
 }
 
 type stateMemoryOwner struct {
@@ -72,8 +84,17 @@ type stateChain struct {
 func (s *Server) handleState(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	pub := base64.StdEncoding.EncodeToString(s.log.PublicKey())
 	tip := s.log.Tip()
+	identity := stateIdentity{NodeDID: s.log.NodeDID(), PublicKey: pub,
+		PublicIdentity: statePublicIdentity{AgentDID: s.log.NodeDID(), PublicKey: pub, KeyType: "Ed25519"}}
+	if s.identity != nil {
+		b, err := s.identity.NodeBinding()
+		if err != nil {
+			return err
+		}
+		identity.ControllerBinding = &b
+	}
 	return writeJSON(w, stateResponse{
-		Identity:    stateIdentity{NodeDID: s.log.NodeDID(), PublicKey: pub},
+		Identity:    identity,
 		MemoryOwner: stateMemoryOwner{PublicKey: pub},
 		Network: stateNetwork{
 			Status:  "not_configured",

@@ -21,7 +21,8 @@ func TestState(t *testing.T) {
 	tip := n.log.Tip()
 	want := map[string]string{
 		"identity": `{"node_did":"` + n.log.NodeDID() + `","public_key":"` + pub +
-			`","public_identity":null,"controller_binding":null}`,
+			`","public_identity":{"agent_did":"` + n.log.NodeDID() + `","public_id":null,"public_key":"` + pub +
+			`","key_type":"Ed25519"},"controller_binding":null}`,
 		"memory_owner": `{"public_key":"` + pub + `"}`,
 		"balance":      `{"credit":0,"reputation":0,"capacity":0}`,
 		"network": `{"status":"not_configured","peers":0,"nats":{"enabled":false},` +

@@ -1,0 +1,10 @@
+// Package events holds the types and payloads of civnode's domain events: the
+// persisted schema that commands write and projections read. It imports only the
+// standard library, so both sides can share it without importing each other
+// (design.md).
+//
+// Payload structs are a persisted schema: every field has an explicit json tag, a
+// field is never renamed or retyped, and a new meaning is a new event type
+// (docs/events.md). An optional string is a *string and is JSON null when unset; a
+// list is never null but [] when empty.
+package events

@@ -1,0 +1,105 @@
+package http
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/civnode/civnode/commands"
+	"github.com/civnode/civnode/projections"
+)
+
+// The supervision views are the operator's: the identities list and the briefing
+// are for the owner token (the route table says so); the home view is also open to
+// an agent token for its own identity.
+
+// supervisionIdentitiesResponse is GET /v1/supervision/identities.
+type supervisionIdentitiesResponse struct {
+	Identities []projections.SupervisedIdentity `json:"identities"`
+	NextCursor *string                          `json:"next_cursor"`
+}
+
+// handleSupervisionIdentities lists identities with their profiles, paged like
+// the identities list but with the wider default page of the API (100).
+func (s *Server) handleSupervisionIdentities(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	limit, cursor, err := pageQuery(r.URL.Query(), defaultLimit)
+	if err != nil {
+		return err
+	}
+	ids, next, err := s.identities.Supervise(cursor, limit)
+	if err != nil {
+		return cursorError(err)
+	}
+	return writeJSON(w, supervisionIdentitiesResponse{Identities: ids, NextCursor: nullable(next)})
+}
+
+// homeResponse is GET /v1/supervision/home.
+type homeResponse struct {
+	Identity projections.IdentityRecord `json:"identity"`
+	Profile  projections.ProfileRecord  `json:"profile"`
+	// HomeSubnet is null when the profile has no home_subnet_id.
+	HomeSubnet *homeSubnet `json:"home_subnet"`
+	// ActiveMissions are the agent's claimed, not yet settled missions; [] until
+	// missions exist.
+	ActiveMissions []json.RawMessage `json:"active_missions"`
+	// RecentEvents are the agent's latest events (at most 20), oldest first,
+	// exactly as GET /v1/events serves them.
+	RecentEvents []json.RawMessage `json:"recent_events"`
+}
+
+// homeSubnet is the status of the agent's home subnet.
+type homeSubnet struct {
+	projections.SubnetSummary
+	// ZoneID is the agent's home zone in it.
+	ZoneID *string `json:"zone_id"`
+	// Governed is whether this node is the subnet's governance actor (--governs).
+	Governed bool `json:"governed"`
+}
+
+func (s *Server) handleSupervisionHome(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	actor := requestActor(r.Context())
+	slug, err := queryValue(r.URL.Query(), "public_id")
+	if err != nil {
+		return err
+	}
+	if slug == "" {
+		return commands.Missing("public_id")
+	}
+	rec, ok := s.identities.RecordBySlug(slug)
+	if !ok {
+		return commands.NotFound("identity_not_found", "public_id", "no identity has public_id %s", slug)
+	}
+	if actor.Kind != commands.ActorOwner {
+		ref, _ := s.identities.IdentityByDID(rec.AgentDID)
+		if err := commands.RequireActsFor(actor, s.log.NodeDID(), ref); err != nil {
+			return err
+		}
+	}
+	profile, _ := s.identities.Profile(rec.AgentDID)
+	resp := homeResponse{Identity: rec, Profile: profile, ActiveMissions: []json.RawMessage{}, RecentEvents: []json.RawMessage{}}
+	if h := profile.HomeSubnetID; h != nil {
+		resp.HomeSubnet = &homeSubnet{SubnetSummary: s.identities.Subnet(*h), ZoneID: profile.HomeZoneID,
+			Governed: slices.Contains(s.governs, *h)}
+	}
+	for _, seq := range s.identities.RecentEvents(rec.AgentDID) {
+		ev, err := s.log.Event(seq)
+		if err != nil {
+			return fmt.Errorf("supervision home: %w", err)
+		}
+		resp.RecentEvents = append(resp.RecentEvents, json.RawMessage(ev.Raw()))
+	}
+	return writeJSON(w, resp)
+}
+
+func (s *Server) handleSupervisionBriefing(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	b, err := s.briefing(r.URL.Query(), supervisionTypes)
+	if err != nil {
+		return err
+	}
+	tip := s.log.Tip()
+	b.Chain = &stateChain{Seq: tip.Seq, TipHash: tip.ID, RootHash: s.log.RootHash()}
+	return writeJSON(w, b)
+}
