@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -62,6 +63,15 @@ func (d dataDir) create(logger *slog.Logger) error {
 // (verify --data-dir, export, replay). It creates nothing: a dir without a node
 // key or database is an error rather than a new node.
 func (d dataDir) openChain(logger *slog.Logger) (*eventlog.Log, error) {
+	key, err := d.existingNodeKey(logger)
+	if err != nil {
+		return nil, err
+	}
+	return openLog(d, key, logger, eventlog.Options{})
+}
+
+// existingNodeKey loads the key of a node that must already exist.
+func (d dataDir) existingNodeKey(logger *slog.Logger) (ed25519.PrivateKey, error) {
 	key, err := loadNodeKey(d.keyPath(), logger)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no node in %s (node.key is missing); start one with civnode serve --data-dir %s", d, d)
@@ -72,12 +82,14 @@ func (d dataDir) openChain(logger *slog.Logger) (*eventlog.Log, error) {
 	if _, err := os.Stat(d.dbPath()); err != nil {
 		return nil, fmt.Errorf("no event log in %s: %w", d, err)
 	}
-	return openLog(d, key, logger)
+	return key, nil
 }
 
-// openLog opens the event log, turning the database's lock into errDataDirInUse.
-func openLog(d dataDir, key []byte, logger *slog.Logger) (*eventlog.Log, error) {
-	l, err := eventlog.Open(eventlog.Options{Dir: d.dbPath(), Key: key, Logger: logger})
+// openLog opens the event log with opts' hooks, turning the database's lock into
+// errDataDirInUse.
+func openLog(d dataDir, key ed25519.PrivateKey, logger *slog.Logger, opts eventlog.Options) (*eventlog.Log, error) {
+	opts.Dir, opts.Key, opts.Logger = d.dbPath(), key, logger
+	l, err := eventlog.Open(opts)
 	if isLockHeld(err) {
 		return nil, fmt.Errorf("%w (%s)", errDataDirInUse, d)
 	}

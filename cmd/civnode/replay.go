@@ -18,12 +18,11 @@ func (m *Main) newReplayCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "replay",
 		Short: "Walk and verify the local chain and print counts per event type",
-		Long: `replay walks the whole chain of a stopped node from genesis to tip, verifying
-every event as verify --data-dir does, and prints how many events of each type
-it holds and the total. It records replay.completed in the audit log.
-
-Projections (missions, identities, balances) do not exist yet; when they do,
-replay rebuilds every one of them from the chain alone.`,
+		Long: `replay rebuilds every read model of a stopped node (identities, bindings,
+profiles) from its chain alone, walks the whole chain from genesis to tip
+verifying every event as verify --data-dir does, and prints how many events of
+each type it holds, the total, and what the rebuilt models hold. It records
+replay.completed in the audit log.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := m.logger(g)
@@ -42,15 +41,16 @@ func (m *Main) replay(ctx context.Context, flag string, logger *slog.Logger) (er
 	if err != nil {
 		return err
 	}
-	chain, err := dir.openChain(logger)
+	node, err := dir.openCore(ctx, logger)
 	if errors.Is(err, errDataDirInUse) {
 		return fmt.Errorf("%w; stop the node first", err)
 	}
 	if err != nil {
 		return m.invalid(err)
 	}
+	chain := node.chain
 	defer func() {
-		if cerr := chain.Close(); cerr != nil && err == nil {
+		if cerr := node.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("close event log: %w", cerr)
 		}
 	}()
@@ -78,11 +78,20 @@ func (m *Main) replay(ctx context.Context, flag string, logger *slog.Logger) (er
 		fmt.Fprintf(tw, "%s\t%d\n", t, counts[t])
 	}
 	fmt.Fprintf(tw, "total\t%d\n", rep.Events)
+	metrics := node.identities.Metrics()
+	models := map[string]any{
+		"identities": metrics.Identities, "bindings": metrics.Bindings.Total,
+		"bindings_active": metrics.Bindings.Active, "skipped": node.identities.Skipped(),
+	}
+	fmt.Fprintf(tw, "\nread models rebuilt\t\n")
+	for _, k := range []string{"identities", "bindings", "bindings_active", "skipped"} {
+		fmt.Fprintf(tw, "%s\t%v\n", k, models[k])
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	if _, err := chain.Audit(ctx, "replay.completed", chain.NodeDID(), map[string]any{
-		"event_count": rep.Events, "chain_tip_hash": rep.TipHash, "types": counts,
+		"event_count": rep.Events, "chain_tip_hash": rep.TipHash, "types": counts, "models": models,
 	}); err != nil {
 		return fmt.Errorf("audit replay.completed: %w", err)
 	}

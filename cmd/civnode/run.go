@@ -95,6 +95,7 @@ subcommands verify, export and replay that chain.`,
 		m.newVerifyCommand(g),
 		m.newExportCommand(g),
 		m.newReplayCommand(g),
+		m.newTokenCommand(g),
 		m.newVersionCommand(),
 	)
 	return root

@@ -70,7 +70,7 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	if err != nil {
 		return err
 	}
-	chain, err := openLog(dir, key, logger)
+	node, err := openCore(ctx, dir, key, logger)
 	var ce *eventlog.ChainError
 	if errors.As(err, &ce) {
 		return fmt.Errorf("%w; the node will not start on a chain that does not verify", err)
@@ -79,10 +79,11 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 		return err
 	}
 	defer func() {
-		if cerr := chain.Close(); cerr != nil && err == nil {
+		if cerr := node.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("close event log: %w", cerr)
 		}
 	}()
+	chain := node.chain
 
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -100,6 +101,9 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	srv := civhttp.New(civhttp.Options{
 		Log:        chain,
 		OwnerToken: token,
+		Tokens:     node.tokens,
+		Identity:   node.identity,
+		Identities: node.identities,
 		Governs:    cfg.governs,
 		Logger:     logger.With("component", "http"),
 	})

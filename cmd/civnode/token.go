@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/civnode/civnode/commands"
+)
+
+// tokenConfig is the command line shared by the token subcommands.
+type tokenConfig struct {
+	dataDir string
+	addr    string
+}
+
+// tokenAdmin is what the token subcommands do, either offline on the data dir
+// (offlineTokens) or through a running node's admin endpoints (onlineTokens).
+type tokenAdmin interface {
+	Create(ctx context.Context, kind, publicID string) (commands.IssuedToken, error)
+	Rotate(ctx context.Context, id string) (commands.IssuedToken, error)
+	Revoke(ctx context.Context, id string) (commands.Token, error)
+	List(ctx context.Context) ([]commands.Token, error)
+}
+
+func (m *Main) newTokenCommand(g *globals) *cobra.Command {
+	var cfg tokenConfig
+	cmd := &cobra.Command{
+		Use:   "token",
+		Short: "Issue, rotate, revoke and list agent and observer tokens",
+		Long: `token manages the node's agent and observer tokens (docs/tokens.md). An agent
+token acts for one identity; an observer token may only read the event log,
+its export, the stream and health. The owner token in control.token is not
+managed here.
+
+While a node runs on --data-dir, token talks to it at --addr with the owner
+token from control.token; otherwise it works on the data dir directly. Either
+way the change takes effect at once and is audited (token.created,
+token.rotated, token.revoked).
+
+create and rotate print the new secret, and nothing else, on stdout; it is shown
+this once and never stored:
+
+  TOKEN=$(civnode token create --observer)`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	f := cmd.PersistentFlags()
+	f.StringVar(&cfg.dataDir, "data-dir", "", dataDirHelp)
+	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "address HOST:PORT of the node running on --data-dir")
+	cmd.AddCommand(
+		m.newTokenCreateCommand(g, &cfg),
+		m.newTokenRotateCommand(g, &cfg),
+		m.newTokenRevokeCommand(g, &cfg),
+		m.newTokenListCommand(g, &cfg),
+	)
+	return cmd
+}
+
+func (m *Main) newTokenCreateCommand(g *globals, cfg *tokenConfig) *cobra.Command {
+	var actsFor string
+	var observer bool
+	cmd := &cobra.Command{
+		Use:   "create (--acts-for PUBLIC_ID | --observer)",
+		Short: "Issue a token; prints its secret on stdout",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			kind := commands.TokenKindAgent
+			switch {
+			case observer && actsFor != "":
+				return usageErrorf("give --acts-for or --observer, not both")
+			case observer:
+				kind = commands.TokenKindObserver
+			case actsFor == "":
+				return usageErrorf("token create needs --acts-for PUBLIC_ID or --observer")
+			}
+			return m.withTokenAdmin(cmd.Context(), g, cfg, func(ctx context.Context, admin tokenAdmin) error {
+				issued, err := admin.Create(ctx, kind, actsFor)
+				if err != nil {
+					return err
+				}
+				return m.printIssued(issued, "created")
+			})
+		},
+	}
+	cmd.Flags().StringVar(&actsFor, "acts-for", "", "issue an agent token acting for the identity with this public_id")
+	cmd.Flags().BoolVar(&observer, "observer", false, "issue a read-only observer token")
+	return cmd
+}
+
+func (m *Main) newTokenRotateCommand(g *globals, cfg *tokenConfig) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rotate TOKEN_ID",
+		Short: "Give a token a new secret; prints it on stdout, the old one stops working",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return m.withTokenAdmin(cmd.Context(), g, cfg, func(ctx context.Context, admin tokenAdmin) error {
+				issued, err := admin.Rotate(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				return m.printIssued(issued, "rotated")
+			})
+		},
+	}
+}
+
+func (m *Main) newTokenRevokeCommand(g *globals, cfg *tokenConfig) *cobra.Command {
+	return &cobra.Command{
+		Use:   "revoke TOKEN_ID",
+		Short: "Stop a token from working; it stays listed as revoked",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return m.withTokenAdmin(cmd.Context(), g, cfg, func(ctx context.Context, admin tokenAdmin) error {
+				t, err := admin.Revoke(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(m.Stderr, "revoked %s token %s\n", t.Kind, t.ID)
+				return err
+			})
+		},
+	}
+}
+
+func (m *Main) newTokenListCommand(g *globals, cfg *tokenConfig) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List every token, revoked ones included (never their secrets)",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return m.withTokenAdmin(cmd.Context(), g, cfg, func(ctx context.Context, admin tokenAdmin) error {
+				tokens, err := admin.List(ctx)
+				if err != nil {
+					return err
+				}
+				return printTokenTable(m.Stdout, tokens)
+			})
+		},
+	}
+}
+
+// withTokenAdmin runs do against the running node of the data dir if there is
+// one, else against the data dir itself.
+func (m *Main) withTokenAdmin(ctx context.Context, g *globals, cfg *tokenConfig, do func(context.Context, tokenAdmin) error) (err error) {
+	logger, err := m.logger(g)
+	if err != nil {
+		return err
+	}
+	dir, err := m.resolveDataDir(cfg.dataDir)
+	if err != nil {
+		return err
+	}
+	node, err := dir.openCore(ctx, logger)
+	if errors.Is(err, errDataDirInUse) {
+		online, err := newOnlineTokens(dir, cfg.addr, logger)
+		if err != nil {
+			return err
+		}
+		logger.Debug("a node runs on the data dir; using its admin endpoints", "addr", cfg.addr)
+		return do(ctx, online)
+	}
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := node.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close event log: %w", cerr)
+		}
+	}()
+	return do(ctx, offlineTokens{node.tokens})
+}
+
+// printIssued prints the secret alone on stdout, so that $(civnode token create …)
+// captures exactly the secret, and what it is on stderr.
+func (m *Main) printIssued(t commands.IssuedToken, verb string) error {
+	if _, err := fmt.Fprintln(m.Stdout, t.Secret); err != nil {
+		return fmt.Errorf("print token: %w", err)
+	}
+	what := fmt.Sprintf("%s %s token %s", verb, t.Kind, t.ID)
+	if t.Kind == commands.ActorAgent {
+		what += fmt.Sprintf(" acting for %s (%s)", t.PublicID, t.AgentDID)
+	}
+	_, err := fmt.Fprintf(m.Stderr, "%s; the secret on stdout is shown only this once\n", what)
+	return err
+}
+
+// printTokenTable prints tokens as a table; times are UTC, "-" when unset.
+func printTokenTable(w io.Writer, tokens []commands.Token) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tKIND\tPUBLIC_ID\tAGENT_DID\tCREATED\tROTATED\tREVOKED")
+	for _, t := range tokens {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Kind, dash(t.PublicID), dash(t.AgentDID),
+			tableTime(t.CreatedAt), tableTime(t.RotatedAt), tableTime(t.RevokedAt))
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func tableTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// Both ways of working satisfy tokenAdmin.
+var (
+	_ tokenAdmin = offlineTokens{}
+	_ tokenAdmin = (*onlineTokens)(nil)
+)

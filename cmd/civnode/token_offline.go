@@ -1,0 +1,30 @@
+package main
+
+import (
+	"context"
+
+	"github.com/civnode/civnode/commands"
+)
+
+// offlineTokens works on a stopped node's data dir. The CLI acts as the node
+// itself: whoever can open the data dir holds the node key, so it is the owner,
+// and its audit entries name the node DID.
+type offlineTokens struct{ t *commands.Tokens }
+
+// nodeActor is the owner without a token: the token service audits it as the
+// node DID.
+var nodeActor = commands.Actor{Kind: commands.ActorOwner}
+
+func (o offlineTokens) Create(ctx context.Context, kind, publicID string) (commands.IssuedToken, error) {
+	return o.t.Create(ctx, nodeActor, kind, publicID)
+}
+
+func (o offlineTokens) Rotate(ctx context.Context, id string) (commands.IssuedToken, error) {
+	return o.t.Rotate(ctx, nodeActor, id)
+}
+
+func (o offlineTokens) Revoke(ctx context.Context, id string) (commands.Token, error) {
+	return o.t.Revoke(ctx, nodeActor, id)
+}
+
+func (o offlineTokens) List(context.Context) ([]commands.Token, error) { return o.t.List(nodeActor) }
