@@ -17,6 +17,9 @@
 // The id does not cover the signature, so the chain is computed sequentially while
 // signatures are computed in parallel.
 //
+// Payloads are canonicalised by jcs.go, a single-pass encoder held byte-for-byte
+// equal to gowebpki/jcs by FuzzCanonicalJSON.
+//
 // The stored and served form of an event is U with two keys appended before the
 // closing brace: `,"id":"<hex>","signature":"<base64>"}`. U is therefore recovered
 // from a stored event by cutting that fixed-length suffix, and serving an event is a
