@@ -102,7 +102,9 @@ func Open(opts Options) (*Log, error) {
 	if opts.MaxGroup <= 0 {
 		opts.MaxGroup = 4096
 	}
-	popts := &pebble.Options{Logger: pebbleLogger{opts.Logger}}
+	// A larger memtable than the 4 MiB default means fewer, larger flushes and less
+	// compaction work per appended event; it costs at most two memtables of RSS.
+	popts := &pebble.Options{Logger: pebbleLogger{opts.Logger}, MemTableSize: 32 << 20}
 	dir := opts.Dir
 	if opts.InMemory {
 		popts.FS, dir = vfs.NewMem(), ""
