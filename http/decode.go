@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,8 +17,17 @@ import (
 // silently becoming 0 (wire.md §1). Every failure is an *Error for the client, except
 // a dst that cannot be decoded into at all, which is a programming error (500).
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
-	body := http.MaxBytesReader(w, r.Body, s.bodyLimit)
-	dec := json.NewDecoder(body)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.bodyLimit))
+	if err != nil {
+		return decodeError(err)
+	}
+	// encoding/json lets the last of two equal keys win; {"role":"a","role":"b"}
+	// is ambiguous input and is refused like any other malformed body.
+	if field, dup := duplicateKey(body); dup {
+		return &Error{Status: http.StatusBadRequest, Code: codeInvalidJSON, Field: field,
+			Message: fmt.Sprintf("field %q appears more than once", field)}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
 		return decodeError(err)

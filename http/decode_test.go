@@ -53,6 +53,8 @@ func TestDecodeJSON(t *testing.T) {
 		{"fraction for integer", `{"count":1.5}`, 400, "invalid_field", "count"},
 		{"wrong element type", `{"tags":[1]}`, 400, "invalid_field", "tags"},
 		{"two values", `{"name":"a"}{"name":"b"}`, 400, "invalid_json", ""},
+		{"duplicate field", `{"name":"a","name":"b"}`, 400, "invalid_json", "name"},
+		{"duplicate nested field", `{"nested":{"flag":true,"flag":false}}`, 400, "invalid_json", "nested.flag"},
 		{"trailing garbage", `{"name":"a"} x`, 400, "invalid_json", ""},
 		{"too large", `{"name":"` + strings.Repeat("a", 300) + `"}`, 413, "body_too_large", ""},
 		{"too large after value", `{"name":"a"}` + strings.Repeat(" ", 300), 413, "body_too_large", ""},
