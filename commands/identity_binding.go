@@ -68,6 +68,14 @@ func (in ControllerBindingInput) binding() (events.ControllerBindingUpdated, err
 	if err := checkOptionalText("node_id", in.NodeID, maxLabel); err != nil {
 		return b, err
 	}
+	// node_id names the node the controller runs on, and a binding on another node
+	// takes the identity out of this owner's hands (authorize.go). Only a real node
+	// DID may do that, so a typo cannot lock the owner out.
+	if in.NodeID != nil {
+		if _, err := eventlog.PublicKeyFromDID(*in.NodeID); err != nil {
+			return b, Invalid("node_id", "node_id must be a node's did:key, or null for this node")
+		}
+	}
 	if in.OwnershipScope != nil {
 		if err := checkChoice("ownership_scope", in.OwnershipScope,
 			[]string{events.ScopeExclusive, events.ScopeShared}); err != nil {

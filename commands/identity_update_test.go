@@ -171,6 +171,7 @@ func TestControllerBinding(t *testing.T) {
 		{"bad ref", owner, valid(func(in *commands.ControllerBindingInput) { in.ControllerRef = "a\tb" }), commands.KindInvalid, "invalid_field", "controller_ref"},
 		{"bad scope", owner, valid(func(in *commands.ControllerBindingInput) { in.OwnershipScope = ptr("private") }), commands.KindInvalid, "invalid_field", "ownership_scope"},
 		{"empty node id", owner, valid(func(in *commands.ControllerBindingInput) { in.NodeID = ptr("") }), commands.KindInvalid, "invalid_field", "node_id"},
+		{"node id not a did", owner, valid(func(in *commands.ControllerBindingInput) { in.NodeID = ptr("not-a-did") }), commands.KindInvalid, "invalid_field", "node_id"},
 		{"no agent", owner, valid(func(in *commands.ControllerBindingInput) { in.AgentDID = "" }), commands.KindInvalid, "missing_field", "agent_did"},
 		{"taken ref", owner, valid(func(in *commands.ControllerBindingInput) { in.ControllerRef = "gpu-1" }), commands.KindConflict, "controller_ref_taken", "controller_ref"},
 	} {
@@ -227,7 +228,7 @@ func TestOwnerDoesNotActForIdentitiesBoundElsewhere(t *testing.T) {
 	}
 	// Handed to another node: from now on only its agent token acts for it here.
 	if _, err := n.cmd.UpdateControllerBinding(ctx, owner, commands.ControllerBindingInput{AgentDID: a.AgentDID,
-		ControllerKind: "local_model", ControllerRef: "r", NodeID: ptr("did:key:z6MkElsewhere")}); err != nil {
+		ControllerKind: "local_model", ControllerRef: "r", NodeID: ptr("did:key:z6MkiTBz1ymuepAQ4HEHYSF1H8quG5GLVVQR3djdX3mDooWp")}); err != nil {
 		t.Fatal(err)
 	}
 	tip := n.log.Tip().Seq

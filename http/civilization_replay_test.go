@@ -44,7 +44,7 @@ func civActivity(t *testing.T, n *civNode) []string {
 				"controller_kind": "remote_orchestrator", "controller_ref": "shared-orch", "ownership_scope": "shared"}).wantOK(t, nil)
 		case 2:
 			n.civPost("/v1/civilization/controller-binding", map[string]any{"agent_did": did,
-				"controller_kind": "human_operator", "controller_ref": "desk", "active": false, "node_id": "node-b"}).wantOK(t, nil)
+				"controller_kind": "human_operator", "controller_ref": "desk", "active": false, "node_id": "did:key:z6MkiTBz1ymuepAQ4HEHYSF1H8quG5GLVVQR3djdX3mDooWp"}).wantOK(t, nil)
 		}
 		if i%3 == 0 {
 			slugs[i] = fmt.Sprintf("renamed-%d", i)
