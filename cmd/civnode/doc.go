@@ -5,7 +5,15 @@
 //	civnode verify  --data-dir DIR    the local chain
 //	civnode export  [--data-dir DIR]  a signed export bundle to stdout
 //	civnode replay  [--data-dir DIR]  walk and verify the chain, print counts
+//	civnode token create (--acts-for PUBLIC_ID | --observer)
+//	                                  issue an agent or observer token
+//	civnode token rotate TOKEN_ID     give a token a new secret
+//	civnode token revoke TOKEN_ID     refuse a token from now on
+//	civnode token list                every token, never a secret
 //	civnode version
+//
+// The token commands take [--data-dir DIR] [--addr HOST:PORT] (default
+// 127.0.0.1:7777); create and rotate print the secret, and nothing else, on stdout.
 //
 // The command line is specified in shared/spec/wire.md §10; scripts and tests rely
 // on it.
@@ -30,6 +38,11 @@
 // The running node holds the database's lock. verify --data-dir, export and replay
 // open the database themselves, so they fail with a clear message while a node
 // runs on the same dir; verify the node's HTTP export instead.
+//
+// token is the one command that works while the node runs: when the data dir is
+// in use it calls the node's admin endpoints (/v1/admin/tokens) at --addr with the
+// owner token from control.token, so the change takes effect in the running node
+// at once; otherwise it opens the data dir itself. See docs/tokens.md.
 //
 // # Exit codes
 //
