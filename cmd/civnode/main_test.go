@@ -259,7 +259,9 @@ type (
 )
 
 // appendNotes appends n events of type test.note directly to a stopped node's
-// chain, standing in for the write endpoints that later issues add.
+// chain: it gives the end-to-end test events of a type no read model folds, so
+// export, verify and replay are exercised on events as such.
+
 func appendNotes(t *testing.T, dir string, from, n int) {
 	t.Helper()
 	l := openTestLog(t, dir)
