@@ -261,7 +261,6 @@ type (
 // appendNotes appends n events of type test.note directly to a stopped node's
 // chain: it gives the end-to-end test events of a type no read model folds, so
 // export, verify and replay are exercised on events as such.
-
 func appendNotes(t *testing.T, dir string, from, n int) {
 	t.Helper()
 	l := openTestLog(t, dir)
