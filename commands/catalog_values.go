@@ -1,14 +1,17 @@
 package commands
 
-// The accepted values of profile fields. The spec names these as examples of what
-// the game catalog defines; until the catalog exists (game-catalog issue) this is
-// the one place they live. That issue replaces these lists with values read from
-// the catalog; nothing else in the package names a faction, role or strategy.
+import "github.com/civnode/civnode/commands/catalog"
+
+// The default vocabulary: the accepted values of profile fields and mission
+// requirements in the catalog built into the binary (catalog.Default). A node run
+// with its own catalog (serve --catalog) accepts that catalog's values instead,
+// through the Catalog field of the command options; these lists serve commands
+// built without one, and callers that only need the built-in values.
 var (
 	// Factions an agent may belong to.
-	Factions = []string{"freeport", "order", "frontier"}
+	Factions = catalog.Default().FactionIDs()
 	// Roles an agent may hold; missions require one (required_role).
-	Roles = []string{"broker", "operator", "enforcer", "archivist"}
+	Roles = catalog.Default().RoleIDs()
 	// Strategies are hints to the runtime scheduler.
-	Strategies = []string{"balanced", "aggressive", "cautious", "cooperative"}
+	Strategies = catalog.Default().StrategyIDs()
 )

@@ -3,6 +3,12 @@
 // state through small interfaces it declares, checks the rules and decides events,
 // which it appends through eventlog. It is the only caller of eventlog.Append.
 //
+// The rules that are game content rather than code — which factions, roles and
+// strategies exist, which missions the game publishes — come from the game
+// catalog (subpackage catalog). Commands take the catalog in their options and
+// default to the built-in one; Factions, Roles and Strategies are the built-in
+// catalog's values.
+//
 // Commands arrive with the issues that introduce them; this package imports only
-// eventlog.
+// eventlog and its own subpackages.
 package commands

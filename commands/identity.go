@@ -8,6 +8,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/civnode/civnode/commands/catalog"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/eventlog/events"
 )
@@ -27,7 +28,8 @@ type ControllerReader interface {
 	ActiveBindingsByRef(ref string) []events.ControllerBindingUpdated
 }
 
-// IdentityOptions configures NewIdentity. Every field but Rand is required.
+// IdentityOptions configures NewIdentity. Every field but Rand and Catalog is
+// required.
 type IdentityOptions struct {
 	// Log is the chain the commands append to.
 	Log *eventlog.Log
@@ -40,6 +42,9 @@ type IdentityOptions struct {
 	Controllers ControllerReader
 	// Rand supplies key salts; default crypto/rand.Reader.
 	Rand io.Reader
+	// Catalog supplies the accepted factions, roles and strategies of profiles;
+	// default catalog.Default().
+	Catalog *catalog.Catalog
 }
 
 // Identity runs the identity and civilization commands: bootstrap, and the
@@ -53,6 +58,7 @@ type Identity struct {
 	ids         IdentityReader
 	controllers ControllerReader
 	rand        io.Reader
+	catalog     *catalog.Catalog
 
 	nodeBinding func() (NodeBinding, error)
 	randMu      sync.Mutex // io.Reader implementations need not be safe for concurrent use
@@ -75,8 +81,11 @@ func NewIdentity(opts IdentityOptions) (*Identity, error) {
 	if opts.Rand == nil {
 		opts.Rand = rand.Reader
 	}
+	if opts.Catalog == nil {
+		opts.Catalog = catalog.Default()
+	}
 	c := &Identity{log: opts.Log, key: opts.NodeKey, ids: opts.Identities,
-		controllers: opts.Controllers, rand: opts.Rand}
+		controllers: opts.Controllers, rand: opts.Rand, catalog: opts.Catalog}
 	c.nodeBinding = sync.OnceValues(c.signNodeBinding)
 	return c, nil
 }

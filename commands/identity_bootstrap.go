@@ -51,7 +51,7 @@ func (c *Identity) Bootstrap(ctx context.Context, a Actor, in BootstrapInput) (B
 	}
 	profile := ProfileInput{Faction: in.Faction, Role: in.Role, Strategy: in.Strategy,
 		HomeSubnetID: in.HomeSubnetID, HomeZoneID: in.HomeZoneID}
-	if err := profile.check(); err != nil {
+	if err := profile.check(c.catalog); err != nil {
 		return BootstrapResult{}, err
 	}
 	// The key is derived here, off the sequencer: decide functions must be quick.

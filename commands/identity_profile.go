@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 
+	"github.com/civnode/civnode/commands/catalog"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/eventlog/events"
 )
@@ -19,16 +20,17 @@ type ProfileInput struct {
 	HomeZoneID   *string `json:"home_zone_id"`
 }
 
-// check validates every field but AgentDID (shared with Bootstrap).
-func (in ProfileInput) check() error {
+// check validates every field but AgentDID (shared with Bootstrap); cat holds
+// the accepted faction, role and strategy values.
+func (in ProfileInput) check(cat *catalog.Catalog) error {
 	for _, c := range []struct {
 		field    string
 		v        *string
 		accepted []string
 	}{
-		{"faction", in.Faction, Factions},
-		{"role", in.Role, Roles},
-		{"strategy", in.Strategy, Strategies},
+		{"faction", in.Faction, cat.FactionIDs()},
+		{"role", in.Role, cat.RoleIDs()},
+		{"strategy", in.Strategy, cat.StrategyIDs()},
 	} {
 		if err := checkChoice(c.field, c.v, c.accepted); err != nil {
 			return err
@@ -60,7 +62,7 @@ func (c *Identity) UpdateProfile(ctx context.Context, a Actor, in ProfileInput) 
 	if err := checkAgentDID(in.AgentDID); err != nil {
 		return eventlog.Event{}, err
 	}
-	if err := in.check(); err != nil {
+	if err := in.check(c.catalog); err != nil {
 		return eventlog.Event{}, err
 	}
 	evs, err := c.log.Decide(ctx, func() ([]eventlog.Draft, error) {

@@ -88,7 +88,8 @@ func checkSubnetID(field string, s *string) error {
 	return nil
 }
 
-// checkChoice checks an optional value against accepted values (catalog_values.go).
+// checkChoice checks an optional value against accepted values (ids of the game
+// catalog).
 func checkChoice(field string, s *string, accepted []string) error {
 	if s != nil && !slices.Contains(accepted, *s) {
 		return Invalid(field, "%s must be one of %s", field, strings.Join(accepted, ", "))
