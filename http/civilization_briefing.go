@@ -12,6 +12,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/projections"
 )
 
 // Briefings count what happened in the last hours (default 24, 1..720) from the
@@ -61,6 +62,10 @@ type briefingResponse struct {
 	Highlights []json.RawMessage `json:"highlights"`
 	// Identities is the number of identities now.
 	Identities int `json:"identities"`
+	// Credits is what the missions settled in the window paid: how many
+	// settlements, the credits to agents, reputation, capacity and the credits
+	// to subnet treasuries. Absent on a node without missions.
+	Credits *projections.Paid `json:"credits,omitempty"`
 	// Chain is the tip the briefing was computed at (supervision only).
 	Chain *stateChain `json:"chain,omitempty"`
 }
@@ -117,6 +122,10 @@ func (s *Server) briefing(q url.Values, types []string) (briefingResponse, error
 		}
 	}
 	b.Identities = s.identities.Count()
+	if s.missions != nil {
+		paid := s.missions.PaidSince(start)
+		b.Credits = &paid
+	}
 	return b, nil
 }
 

@@ -140,5 +140,8 @@ func TestBriefingOfAnEmptyWindow(t *testing.T) {
 	if string(b["total_events"]) != "0" || string(b["highlights"]) != "[]" || string(b["other_events"]) != "0" {
 		t.Errorf("empty briefing = %s", r.body)
 	}
-	wantKeyOrder(t, "briefing", r.body, []string{"window", "total_events", "counts", "other_events", "highlights", "identities"})
+	wantKeyOrder(t, "briefing", r.body, []string{"window", "total_events", "counts", "other_events", "highlights", "identities", "credits"})
+	if want := `{"settlements":0,"agent_credit":0,"reputation":0,"capacity":0,"treasury_share_credit":0}`; string(b["credits"]) != want {
+		t.Errorf("credits = %s, want %s", b["credits"], want)
+	}
 }

@@ -28,6 +28,10 @@ type civNode struct {
 	decide *projections.Identities
 	cmd    *commands.Identity
 	tokens *commands.Tokens
+	// The missions read and decision models and commands, wired the same way.
+	mread   *projections.Missions
+	mdecide *projections.Missions
+	mcmd    *commands.Mission
 }
 
 func newCivNode(t *testing.T) *civNode {
@@ -40,9 +44,17 @@ func newCivNode(t *testing.T) *civNode {
 func newCivNodeWith(t *testing.T, edit func(*eventlog.Options)) *civNode {
 	t.Helper()
 	n := &civNode{key: ed25519.NewKeyFromSeed(testSeed),
-		read: projections.NewIdentities(), decide: projections.NewIdentities()}
+		read: projections.NewIdentities(), decide: projections.NewIdentities(),
+		mread: projections.NewMissions(), mdecide: projections.NewMissionDecisions()}
 	opts := eventlog.Options{InMemory: true, Key: n.key, Logger: discardLogger(),
-		OnCommit: n.read.ApplyEvents, OnSequenced: n.decide.ApplyEvents}
+		OnCommit: func(evs []eventlog.Event) {
+			n.read.ApplyEvents(evs)
+			n.mread.ApplyEvents(evs)
+		},
+		OnSequenced: func(evs []eventlog.Event) {
+			n.decide.ApplyEvents(evs)
+			n.mdecide.ApplyEvents(evs)
+		}}
 	if edit != nil {
 		edit(&opts)
 	}
@@ -52,7 +64,11 @@ func newCivNodeWith(t *testing.T, edit func(*eventlog.Options)) *civNode {
 	}
 	t.Cleanup(func() { l.Close() })
 	// As cmd does: one scan rebuilds both models before any write.
-	if err := projections.Rebuild(context.Background(), l, n.read, n.decide); err != nil {
+	if err := projections.Rebuild(context.Background(), l, n.read, n.decide, n.mread, n.mdecide); err != nil {
+		t.Fatal(err)
+	}
+	if n.mcmd, err = commands.NewMission(commands.MissionOptions{Log: l, Missions: n.mdecide,
+		Identities: n.decide, Profiles: n.decide}); err != nil {
 		t.Fatal(err)
 	}
 	if n.cmd, err = commands.NewIdentity(commands.IdentityOptions{Log: l, NodeKey: n.key,
@@ -70,8 +86,14 @@ func newCivNodeWith(t *testing.T, edit func(*eventlog.Options)) *civNode {
 // serve starts a server over log with the read model read.
 func (n *civNode) serve(t *testing.T, l *eventlog.Log, read *projections.Identities) *testNode {
 	t.Helper()
+	return n.serveWith(t, l, read, n.mread)
+}
+
+// serveWith starts a server over log with the read models read and missions.
+func (n *civNode) serveWith(t *testing.T, l *eventlog.Log, read *projections.Identities, missions *projections.Missions) *testNode {
+	t.Helper()
 	s := New(Options{Log: l, OwnerToken: testToken, Logger: discardLogger(),
-		Identity: n.cmd, Identities: read, Tokens: n.tokens})
+		Identity: n.cmd, Identities: read, Tokens: n.tokens, Mission: n.mcmd, Missions: missions, Governs: []string{"genesis"}})
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
 	return &testNode{t: t, log: l, srv: s, url: hs.URL}

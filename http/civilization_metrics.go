@@ -4,10 +4,24 @@ import (
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
+
+	"github.com/civnode/civnode/projections"
 )
 
+// metricsResponse is the identity aggregates (projections.Metrics) and, on a node
+// with missions, the mission aggregates under "missions".
+type metricsResponse struct {
+	projections.Metrics
+	Missions *projections.MissionMetrics `json:"missions,omitempty"`
+}
+
 // handleMetrics answers GET /v1/civilization/metrics with the aggregates of the
-// identity read model (projections.Metrics).
+// identity and missions read models.
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	return writeJSON(w, s.identities.Metrics())
+	resp := metricsResponse{Metrics: s.identities.Metrics()}
+	if s.missions != nil {
+		m := s.missions.Metrics()
+		resp.Missions = &m
+	}
+	return writeJSON(w, resp)
 }

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/civnode/civnode/commands"
+	"github.com/civnode/civnode/commands/catalog"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/projections"
 )
@@ -35,6 +36,18 @@ type Options struct {
 	// are not served and GET /v1/state shows no controller binding.
 	Identity   *commands.Identity
 	Identities *projections.Identities
+
+	// Mission runs the mission commands; Missions is the missions read model
+	// (fed by OnCommit). Set both or neither, and only with Identity and
+	// Identities: without them the /v1/core/missions and
+	// /v1/supervision/missions endpoints are not served and GET /v1/state shows
+	// a zero balance.
+	Mission  *commands.Mission
+	Missions *projections.Missions
+
+	// Catalog is the game catalog the node runs with (GET /v1/game/catalog);
+	// default catalog.Default().
+	Catalog *catalog.Catalog
 }
 
 // Defaults and the server's own limits. Reads are bounded so a slow client cannot
@@ -61,6 +74,9 @@ type Server struct {
 	tokens         Tokens
 	identity       *commands.Identity
 	identities     *projections.Identities
+	mission        *commands.Mission
+	missions       *projections.Missions
+	catalog        *catalog.Catalog
 	router         *httprouter.Router
 	handler        http.Handler
 
@@ -89,8 +105,14 @@ func New(opts Options) *Server {
 	if opts.HandlerTimeout <= 0 {
 		opts.HandlerTimeout = defaultHandlerTimeout
 	}
+	if opts.Catalog == nil {
+		opts.Catalog = catalog.Default()
+	}
 	if (opts.Identity == nil) != (opts.Identities == nil) {
 		panic("http.New: set both Options.Identity and Options.Identities, or neither")
+	}
+	if (opts.Mission == nil) != (opts.Missions == nil) || opts.Missions != nil && opts.Identities == nil {
+		panic("http.New: set both Options.Mission and Options.Missions, or neither, and only with the identities")
 	}
 	logger := opts.Logger.With("component", "http")
 	if opts.OwnerToken == "" {
@@ -106,6 +128,9 @@ func New(opts Options) *Server {
 		tokens:          opts.Tokens,
 		identity:        opts.Identity,
 		identities:      opts.Identities,
+		mission:         opts.Mission,
+		missions:        opts.Missions,
+		catalog:         opts.Catalog,
 		readTimeout:     readTimeout,
 		exportWriteIdle: exportWriteIdle,
 	}
@@ -140,6 +165,8 @@ func (s *Server) routes() {
 	s.handle(http.MethodGet, "/v1/audit", s.handleAudit, routeOwner)
 	s.adminRoutes()
 	s.civilizationRoutes()
+	s.missionRoutes()
+	s.handle(http.MethodGet, "/v1/game/catalog", s.handleGameCatalog, 0)
 }
 
 // civilizationRoutes registers the identity and civilization endpoints, when the

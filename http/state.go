@@ -46,6 +46,11 @@ type stateMemoryOwner struct {
 	PublicKey string `json:"public_key"`
 }
 
+// stateBalance is the node's own balance: what settlements paid the node DID
+// itself, plus, in credit, the treasuries of the subnets the node governs
+// (--governs), which the node holds as their governance actor. The balances of
+// the agent identities on the node are theirs, not the node's: they are in each
+// identity's stats.
 type stateBalance struct {
 	Credit     int64 `json:"credit"`
 	Reputation int64 `json:"reputation"`
@@ -96,6 +101,7 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request, _ httproute
 	return writeJSON(w, stateResponse{
 		Identity:    identity,
 		MemoryOwner: stateMemoryOwner{PublicKey: pub},
+		Balance:     s.nodeBalance(),
 		Network: stateNetwork{
 			Status:  "not_configured",
 			Details: "/v1/client/network/status",
@@ -104,4 +110,17 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request, _ httproute
 		Autonomy: stateAutonomy{Constraints: []string{}},
 		Chain:    stateChain{Seq: tip.Seq, TipHash: tip.ID, RootHash: s.log.RootHash()},
 	})
+}
+
+// nodeBalance computes stateBalance from the missions read model; zero without it.
+func (s *Server) nodeBalance() stateBalance {
+	if s.missions == nil {
+		return stateBalance{}
+	}
+	own := s.missions.Balance(s.log.NodeDID())
+	b := stateBalance{Credit: own.Credit, Reputation: own.Reputation, Capacity: own.Capacity}
+	for _, subnet := range s.governs {
+		b.Credit += s.missions.Treasury(subnet)
+	}
+	return b
 }

@@ -36,15 +36,19 @@ func (s *Server) handleSupervisionIdentities(w http.ResponseWriter, r *http.Requ
 	return writeJSON(w, supervisionIdentitiesResponse{Identities: ids, NextCursor: nullable(next)})
 }
 
+// homeActiveMissions bounds the active missions the home view lists.
+const homeActiveMissions = 100
+
 // homeResponse is GET /v1/supervision/home.
 type homeResponse struct {
 	Identity projections.IdentityRecord `json:"identity"`
 	Profile  projections.ProfileRecord  `json:"profile"`
 	// HomeSubnet is null when the profile has no home_subnet_id.
 	HomeSubnet *homeSubnet `json:"home_subnet"`
-	// ActiveMissions are the agent's claimed, not yet settled missions; [] until
-	// missions exist.
-	ActiveMissions []json.RawMessage `json:"active_missions"`
+	// ActiveMissions are the agent's missions that are not settled: those it
+	// claimed (claimed or completed) and those it published that are still open,
+	// the newest 100, oldest first.
+	ActiveMissions []projections.MissionRecord `json:"active_missions"`
 	// RecentEvents are the agent's latest events (at most 20), oldest first,
 	// exactly as GET /v1/events serves them.
 	RecentEvents []json.RawMessage `json:"recent_events"`
@@ -79,7 +83,10 @@ func (s *Server) handleSupervisionHome(w http.ResponseWriter, r *http.Request, _
 		}
 	}
 	profile, _ := s.identities.Profile(rec.AgentDID)
-	resp := homeResponse{Identity: rec, Profile: profile, ActiveMissions: []json.RawMessage{}, RecentEvents: []json.RawMessage{}}
+	resp := homeResponse{Identity: rec, Profile: profile, ActiveMissions: []projections.MissionRecord{}, RecentEvents: []json.RawMessage{}}
+	if s.missions != nil {
+		resp.ActiveMissions = s.missions.Active(rec.AgentDID, homeActiveMissions)
+	}
 	if h := profile.HomeSubnetID; h != nil {
 		resp.HomeSubnet = &homeSubnet{SubnetSummary: s.identities.Subnet(*h), ZoneID: profile.HomeZoneID,
 			Governed: slices.Contains(s.governs, *h)}

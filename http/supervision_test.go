@@ -104,7 +104,9 @@ func TestCivilizationMetrics(t *testing.T) {
 	r := n.get("/v1/civilization/metrics").wantOK(t, nil)
 	want := `{"identities":2,"by_faction":{"order":2},"by_role":{"broker":1},"by_strategy":{"cautious":1},` +
 		`"by_home_subnet":{"genesis":1},"by_subnet_membership":{},"bindings":{"total":1,"active":1,"by_kind":{"local_model":1},"shared":0},` +
-		`"stats_totals":{"credit":0,"reputation":0,"capacity":0,"missions_completed":0}}` + "\n"
+		`"stats_totals":{"credit":0,"reputation":0,"capacity":0,"missions_completed":0},` +
+		`"missions":{"total":0,"by_state":{"claimed":0,"completed":0,"created":0,"settled":0},` +
+		`"paid":{"settlements":0,"agent_credit":0,"reputation":0,"capacity":0,"treasury_share_credit":0},"treasuries":{}}}` + "\n"
 	if string(r.body) != want {
 		t.Errorf("metrics = %s want %s", r.body, want)
 	}

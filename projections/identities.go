@@ -9,7 +9,10 @@ import (
 // Identities is the read model of the civilization layer: agent identities, their
 // controller bindings and profiles, per-agent stats, per-subnet counts and each
 // agent's recent events. It folds identity.bootstrapped, identity.updated,
-// controller_binding.updated and profile.updated; other events leave it as it is.
+// controller_binding.updated and profile.updated, and of the missions the claims
+// (mission.accepted, into the claimer's recent events) and the payments of
+// settlements (payment.settled, into the paid agent's stats); other events leave
+// it as it is.
 //
 // A node runs two of them over the same chain. The read model follows durable
 // events (eventlog.Options.OnCommit) and answers queries; the decision model

@@ -2,6 +2,7 @@ package projections
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/civnode/civnode/eventlog"
@@ -46,7 +47,14 @@ func (p *Identities) apply(ev *eventlog.Event) error {
 		err = p.applyBinding(ev)
 	case events.TypeProfileUpdated:
 		err = p.applyProfile(ev)
+	case events.TypeMissionAccepted:
+		err = p.applyClaim(ev)
+	case events.TypePaymentSettled:
+		err = p.applyPayment(ev)
 	default:
+		return nil
+	}
+	if errors.Is(err, errNotOurs) {
 		return nil
 	}
 	if err != nil {
@@ -179,6 +187,42 @@ func (p *Identities) applyProfile(ev *eventlog.Event) error {
 	if h := pl.HomeSubnetID; h != nil {
 		p.homes[*h]++
 	}
+	id.remember(ev.Seq)
+	return nil
+}
+
+// applyClaim remembers a claim among the claimer's recent events.
+func (p *Identities) applyClaim(ev *eventlog.Event) error {
+	var pl events.MissionAccepted
+	if err := decodePayload(ev, &pl); err != nil {
+		return err
+	}
+	id, err := p.agent(pl.ClaimerDID)
+	if err != nil {
+		return err
+	}
+	id.remember(ev.Seq)
+	return nil
+}
+
+// applyPayment adds a settled mission's reward to the paid agent's stats. A
+// payment.settled that names no mission (an x402 receipt) is not about stats.
+func (p *Identities) applyPayment(ev *eventlog.Event) error {
+	var pl events.PaymentSettled
+	if err := decodePayload(ev, &pl); err != nil {
+		return err
+	}
+	if pl.MissionID == "" {
+		return errNotOurs
+	}
+	id, err := p.agent(pl.ToDID)
+	if err != nil {
+		return err
+	}
+	id.stats.Credit += pl.AgentCredit
+	id.stats.Reputation += pl.Reputation
+	id.stats.Capacity += pl.Capacity
+	id.stats.MissionsCompleted++
 	id.remember(ev.Seq)
 	return nil
 }

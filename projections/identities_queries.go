@@ -95,6 +95,18 @@ func (p *Identities) Profile(agentDID string) (ProfileRecord, bool) {
 	return id.profile.record(), true
 }
 
+// IdentityProfile returns the profile of agentDID as its last profile.updated
+// set it (commands.ProfileReader).
+func (p *Identities) IdentityProfile(agentDID string) (events.ProfileUpdated, bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	id, ok := p.byDID[agentDID]
+	if !ok {
+		return events.ProfileUpdated{}, false
+	}
+	return id.profile.ProfileUpdated, true
+}
+
 // RecentEvents returns the seqs of the latest events about agentDID (at most 20),
 // oldest first.
 func (p *Identities) RecentEvents(agentDID string) []uint64 {

@@ -51,8 +51,8 @@ type ProfileRecord struct {
 	UpdatedAt    string  `json:"updated_at"`
 }
 
-// Stats are an agent's runtime statistics. They stay zero until missions settle
-// (the missions issue folds its events into them).
+// Stats are an agent's runtime statistics: what the payment.settled events of
+// its settled missions paid it, and how many there were.
 type Stats struct {
 	Credit            int64 `json:"credit"`
 	Reputation        int64 `json:"reputation"`

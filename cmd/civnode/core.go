@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/civnode/civnode/commands"
+	"github.com/civnode/civnode/commands/catalog"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/projections"
 )
@@ -21,8 +22,11 @@ type core struct {
 
 	identities        *projections.Identities // read model
 	identityDecisions *projections.Identities // decision model
+	missions          *projections.Missions   // read model
+	missionDecisions  *projections.Missions   // decision model
 
 	identity *commands.Identity
+	mission  *commands.Mission
 	tokens   *commands.Tokens
 }
 
@@ -31,19 +35,29 @@ var (
 	_ commands.IdentityReader   = (*projections.Identities)(nil)
 	_ commands.ControllerReader = (*projections.Identities)(nil)
 	_ commands.PublicIDResolver = (*projections.Identities)(nil)
+	_ commands.ProfileReader    = (*projections.Identities)(nil)
+	_ commands.MissionReader    = (*projections.Missions)(nil)
 )
 
 // openCore opens the log with every model attached, rebuilds the models from the
-// chain and builds the commands. The models are complete before it returns, so a
-// caller may serve at once.
-func openCore(ctx context.Context, d dataDir, key ed25519.PrivateKey, logger *slog.Logger) (c *core, err error) {
+// chain and builds the commands, which accept the vocabulary of cat. The models
+// are complete before it returns, so a caller may serve at once.
+func openCore(ctx context.Context, d dataDir, key ed25519.PrivateKey, cat *catalog.Catalog, logger *slog.Logger) (c *core, err error) {
 	c = &core{
 		identities:        projections.NewIdentities(),
 		identityDecisions: projections.NewIdentities(),
+		missions:          projections.NewMissions(),
+		missionDecisions:  projections.NewMissionDecisions(),
 	}
 	c.chain, err = openLog(d, key, logger, eventlog.Options{
-		OnCommit:    c.identities.ApplyEvents,
-		OnSequenced: c.identityDecisions.ApplyEvents,
+		OnCommit: func(evs []eventlog.Event) {
+			c.identities.ApplyEvents(evs)
+			c.missions.ApplyEvents(evs)
+		},
+		OnSequenced: func(evs []eventlog.Event) {
+			c.identityDecisions.ApplyEvents(evs)
+			c.missionDecisions.ApplyEvents(evs)
+		},
 	})
 	if err != nil {
 		return nil, err
@@ -55,17 +69,28 @@ func openCore(ctx context.Context, d dataDir, key ed25519.PrivateKey, logger *sl
 	}()
 	// Genesis and every event of earlier runs reach the models only through this
 	// rebuild; nothing is appended until it is done.
-	if err := projections.Rebuild(ctx, c.chain, c.identities, c.identityDecisions); err != nil {
+	if err := projections.Rebuild(ctx, c.chain, c.identities, c.identityDecisions, c.missions, c.missionDecisions); err != nil {
 		return nil, fmt.Errorf("rebuild read models: %w", err)
 	}
 	if n := c.identities.Skipped(); n > 0 {
 		logger.Warn("identity events the read model could not apply", "count", n)
 	}
+	if n := c.missions.Skipped(); n > 0 {
+		logger.Warn("mission events the read model could not apply", "count", n)
+	}
 	c.identity, err = commands.NewIdentity(commands.IdentityOptions{
 		Log: c.chain, NodeKey: key, Identities: c.identityDecisions, Controllers: c.identityDecisions,
+		Catalog: cat,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("identity commands: %w", err)
+	}
+	c.mission, err = commands.NewMission(commands.MissionOptions{
+		Log: c.chain, Missions: c.missionDecisions, Identities: c.identityDecisions, Profiles: c.identityDecisions,
+		Catalog: cat,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mission commands: %w", err)
 	}
 	c.tokens, err = commands.NewTokens(commands.TokensOptions{
 		Store: c.chain, Auditor: c.chain, Identities: c.identities, NodeDID: c.chain.NodeDID(),
@@ -83,7 +108,8 @@ func (d dataDir) openCore(ctx context.Context, logger *slog.Logger) (*core, erro
 	if err != nil {
 		return nil, err
 	}
-	return openCore(ctx, d, key, logger)
+	// One-shot commands decide nothing a catalog governs; the built-in one will do.
+	return openCore(ctx, d, key, catalog.Default(), logger)
 }
 
 func (c *core) Close() error { return c.chain.Close() }

@@ -1,6 +1,6 @@
 // Command civnode runs a civnode node and works on its signed event chain.
 //
-//	civnode serve   [--data-dir DIR] [--addr HOST:PORT] [--governs a,b]
+//	civnode serve   [--data-dir DIR] [--addr HOST:PORT] [--governs a,b] [--catalog FILE]
 //	civnode verify  FILE|-            an export bundle (- reads stdin)
 //	civnode verify  --data-dir DIR    the local chain
 //	civnode export  [--data-dir DIR]  a signed export bundle to stdout

@@ -19,10 +19,10 @@ func (m *Main) newReplayCommand(g *globals) *cobra.Command {
 		Use:   "replay",
 		Short: "Walk and verify the local chain and print counts per event type",
 		Long: `replay rebuilds every read model of a stopped node (identities, bindings,
-profiles) from its chain alone, walks the whole chain from genesis to tip
-verifying every event as verify --data-dir does, and prints how many events of
-each type it holds, the total, and what the rebuilt models hold. It records
-replay.completed in the audit log.`,
+profiles, missions, balances, treasuries) from its chain alone, walks the whole
+chain from genesis to tip verifying every event as verify --data-dir does, and
+prints how many events of each type it holds, the total, and what the rebuilt
+models hold. It records replay.completed in the audit log.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := m.logger(g)
@@ -79,12 +79,21 @@ func (m *Main) replay(ctx context.Context, flag string, logger *slog.Logger) (er
 	}
 	fmt.Fprintf(tw, "total\t%d\n", rep.Events)
 	metrics := node.identities.Metrics()
+	missions := node.missions.Metrics()
+	var treasury int64
+	for _, v := range missions.Treasuries {
+		treasury += v
+	}
 	models := map[string]any{
 		"identities": metrics.Identities, "bindings": metrics.Bindings.Total,
 		"bindings_active": metrics.Bindings.Active, "skipped": node.identities.Skipped(),
+		"missions": missions.Total, "missions_open": missions.Total - missions.ByState["settled"],
+		"missions_settled": missions.ByState["settled"], "credits_paid": missions.Paid.AgentCredit,
+		"treasury_credits": treasury, "missions_skipped": node.missions.Skipped(),
 	}
 	fmt.Fprintf(tw, "\nread models rebuilt\t\n")
-	for _, k := range []string{"identities", "bindings", "bindings_active", "skipped"} {
+	for _, k := range []string{"identities", "bindings", "bindings_active", "skipped",
+		"missions", "missions_open", "missions_settled", "credits_paid", "treasury_credits", "missions_skipped"} {
 		fmt.Fprintf(tw, "%s\t%v\n", k, models[k])
 	}
 	if err := tw.Flush(); err != nil {

@@ -20,6 +20,7 @@ type serveConfig struct {
 	dataDir string
 	addr    string
 	governs []string
+	catalog string // game catalog file; "" is the built-in catalog
 }
 
 func (m *Main) newServeCommand(g *globals) *cobra.Command {
@@ -50,11 +51,17 @@ names the first bad seq.`,
 	f.StringVar(&cfg.dataDir, "data-dir", "", dataDirHelp)
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "listen address HOST:PORT; port 0 picks a free port")
 	f.StringSliceVar(&cfg.governs, "governs", []string{"genesis"}, "subnets this node is the governance actor for, comma separated")
+	f.StringVar(&cfg.catalog, "catalog", "", "game catalog JSON `FILE` (default: the catalog built into the binary; see docs/game.md)")
 	return cmd
 }
 
 // serve runs the node until ctx is done.
 func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) (err error) {
+	// First, so that a bad catalog file stops start-up before anything is created.
+	cat, err := loadCatalog(cfg.catalog)
+	if err != nil {
+		return err
+	}
 	dir, err := m.resolveDataDir(cfg.dataDir)
 	if err != nil {
 		return err
@@ -70,7 +77,7 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	if err != nil {
 		return err
 	}
-	node, err := openCore(ctx, dir, key, logger)
+	node, err := openCore(ctx, dir, key, cat, logger)
 	var ce *eventlog.ChainError
 	if errors.As(err, &ce) {
 		return fmt.Errorf("%w; the node will not start on a chain that does not verify", err)
@@ -104,11 +111,14 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 		Tokens:     node.tokens,
 		Identity:   node.identity,
 		Identities: node.identities,
+		Mission:    node.mission,
+		Missions:   node.missions,
 		Governs:    cfg.governs,
+		Catalog:    cat,
 		Logger:     logger.With("component", "http"),
 	})
 	logger.Info("serving", "addr", addr, "node_did", chain.NodeDID(), "data_dir", string(dir),
-		"tip_seq", chain.Tip().Seq, "version", version)
+		"tip_seq", chain.Tip().Seq, "version", version, "catalog_version", cat.Version)
 	if _, err := fmt.Fprintf(m.Stdout, "civnode listening on http://%s\n", addr); err != nil {
 		ln.Close()
 		return fmt.Errorf("print listening line: %w", err)

@@ -1,0 +1,236 @@
+package http
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/civnode/civnode/commands"
+	"github.com/civnode/civnode/eventlog/events"
+	"github.com/civnode/civnode/projections"
+)
+
+// The mission endpoints (spec "Missions", wire.md §7). Writes go through
+// commands.Mission, which appends before it returns; every write answers with the
+// full mission record read back from the read model, which OnCommit has already
+// updated, so a 200 is durable and every later read sees it. Who may act for
+// whom is the commands' to decide; the route table keeps observers out and the
+// supervision list to the owner.
+//
+// httprouter does not let a static segment and a parameter share a position, so
+// GET /v1/core/missions/my is the one route GET /v1/core/missions/:mission_id
+// with the id "my", which no mission has (mission ids are UUIDs).
+
+// missionRoutes registers the mission endpoints, when the server has the mission
+// commands and read model.
+func (s *Server) missionRoutes() {
+	if s.missions == nil {
+		return
+	}
+	s.handle(http.MethodGet, "/v1/core/missions", s.handleListMissions, 0)
+	s.handle(http.MethodPost, "/v1/core/missions", s.handleCreateMission, 0)
+	s.handle(http.MethodGet, "/v1/core/missions/:mission_id", s.handleGetMission, 0)
+	s.handle(http.MethodPost, "/v1/core/missions/:mission_id/claim", s.handleClaimMission, 0)
+	s.handle(http.MethodPost, "/v1/core/missions/:mission_id/complete", s.handleCompleteMission, 0)
+	s.handle(http.MethodPost, "/v1/core/missions/:mission_id/settle", s.handleSettleMission, 0)
+	s.handle(http.MethodGet, "/v1/supervision/missions", s.handleSupervisionMissions, routeOwner)
+}
+
+// myMissions is the mission id under which GET serves /v1/core/missions/my.
+const myMissions = "my"
+
+// missionsResponse is GET /v1/core/missions.
+type missionsResponse struct {
+	Missions   []projections.MissionRecord `json:"missions"`
+	NextCursor *string                     `json:"next_cursor"` // null on the last page
+}
+
+func (s *Server) handleListMissions(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	q := r.URL.Query()
+	f, err := s.missionFilter(q)
+	if err != nil {
+		return err
+	}
+	limit, cursor, err := pageQuery(q, defaultLimit)
+	if err != nil {
+		return err
+	}
+	ms, next, err := s.missions.List(f, cursor, limit)
+	if err != nil {
+		return cursorError(err)
+	}
+	return writeJSON(w, missionsResponse{Missions: ms, NextCursor: nullable(next)})
+}
+
+// missionFilter parses the list filters. A value no mission could have is 400,
+// naming the parameter, rather than an empty list that hides the typo.
+func (s *Server) missionFilter(q url.Values) (projections.MissionFilter, error) {
+	roles := s.mission.Roles()
+	var f projections.MissionFilter
+	states := []string{events.StateCreated, events.StateClaimed, events.StateCompleted, events.StateSettled}
+	for _, p := range []struct {
+		name  string
+		to    *string
+		valid func(string) bool
+		rule  string
+	}{
+		{"state", &f.State, func(v string) bool { return slices.Contains(states, v) }, "one of " + strings.Join(states, ", ")},
+		{"subnet_id", &f.SubnetID, commands.IsSlug, "1 to 64 characters of a-z, 0-9 and -"},
+		{"domain", &f.Domain, commands.IsSlug, "1 to 64 characters of a-z, 0-9 and -"},
+		{"required_role", &f.RequiredRole, func(v string) bool { return slices.Contains(roles, v) },
+			"one of " + strings.Join(roles, ", ")},
+		{"publisher", &f.Publisher, commands.IsSlug, "a public_id or subnet id: 1 to 64 characters of a-z, 0-9 and -"},
+	} {
+		v, err := queryValue(q, p.name)
+		if err != nil {
+			return f, err
+		}
+		if v != "" && !p.valid(v) {
+			return f, invalidField(p.name, "%s must be %s", p.name, p.rule)
+		}
+		*p.to = v
+	}
+	return f, nil
+}
+
+func (s *Server) handleCreateMission(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	var in commands.CreateMissionInput
+	if err := s.decodeJSON(w, r, &in); err != nil {
+		return err
+	}
+	res, err := s.mission.Create(r.Context(), requestActor(r.Context()), in)
+	if err != nil {
+		return err
+	}
+	return s.writeMission(w, res.MissionID)
+}
+
+// handleGetMission answers GET /v1/core/missions/{mission_id}, and
+// GET /v1/core/missions/my.
+func (s *Server) handleGetMission(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	id := ps.ByName("mission_id")
+	if id == myMissions {
+		return s.handleMyMissions(w, r)
+	}
+	rec, ok := s.missions.Mission(id)
+	if !ok {
+		return errMissionNotFound(id)
+	}
+	return writeJSON(w, rec)
+}
+
+// myMissionsResponse is GET /v1/core/missions/my.
+type myMissionsResponse struct {
+	Claimed   []projections.MissionRecord `json:"claimed"`
+	Published []projections.MissionRecord `json:"published"`
+}
+
+// handleMyMissions lists the missions an identity claimed and those it
+// published, the newest limit (default 100) of each, oldest first. Like the
+// supervision home, the owner reads any identity's and an agent token only its
+// own identity's.
+func (s *Server) handleMyMissions(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	slug, err := queryValue(q, "public_id")
+	if err != nil {
+		return err
+	}
+	if slug == "" {
+		return commands.Missing("public_id")
+	}
+	limit, err := queryLimit(q)
+	if err != nil {
+		return err
+	}
+	id, ok := s.identities.IdentityBySlug(slug)
+	if !ok {
+		return commands.NotFound("identity_not_found", "public_id", "no identity has public_id %s", slug)
+	}
+	if actor := requestActor(r.Context()); actor.Kind != commands.ActorOwner {
+		if err := commands.RequireActsFor(actor, s.log.NodeDID(), id); err != nil {
+			return err
+		}
+	}
+	claimed, published := s.missions.Mine(id.AgentDID, limit)
+	return writeJSON(w, myMissionsResponse{Claimed: claimed, Published: published})
+}
+
+func (s *Server) handleClaimMission(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	var in commands.ClaimMissionInput
+	if err := s.decodeJSON(w, r, &in); err != nil {
+		return err
+	}
+	res, err := s.mission.Claim(r.Context(), requestActor(r.Context()), ps.ByName("mission_id"), in)
+	if err != nil {
+		return err
+	}
+	return s.writeMission(w, res.MissionID)
+}
+
+func (s *Server) handleCompleteMission(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	var in commands.CompleteMissionInput
+	if err := s.decodeJSON(w, r, &in); err != nil {
+		return err
+	}
+	res, err := s.mission.Complete(r.Context(), requestActor(r.Context()), ps.ByName("mission_id"), in)
+	if err != nil {
+		return err
+	}
+	return s.writeMission(w, res.MissionID)
+}
+
+func (s *Server) handleSettleMission(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	var in commands.SettleMissionInput
+	if err := s.decodeJSON(w, r, &in); err != nil {
+		return err
+	}
+	res, err := s.mission.Settle(r.Context(), requestActor(r.Context()), ps.ByName("mission_id"), in)
+	if err != nil {
+		return err
+	}
+	return s.writeMission(w, res.MissionID)
+}
+
+// writeMission answers a write with the mission's full record.
+func (s *Server) writeMission(w http.ResponseWriter, missionID string) error {
+	rec, ok := s.missions.Mission(missionID)
+	if !ok {
+		// Appended but not in the read model: it is not fed by OnCommit, a
+		// wiring fault (500).
+		return fmt.Errorf("mission %s: appended but not in the read model", missionID)
+	}
+	return writeJSON(w, rec)
+}
+
+func errMissionNotFound(id string) error {
+	return commands.NotFound("mission_not_found", "", "no mission has mission_id %s", id)
+}
+
+// supervisionMissionsResponse is GET /v1/supervision/missions.
+type supervisionMissionsResponse struct {
+	Missions   []projections.SupervisedMission `json:"missions"`
+	NextCursor *string                         `json:"next_cursor"`
+}
+
+// handleSupervisionMissions lists every mission with its internal fields, with
+// the list's filters and paging.
+func (s *Server) handleSupervisionMissions(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	q := r.URL.Query()
+	f, err := s.missionFilter(q)
+	if err != nil {
+		return err
+	}
+	limit, cursor, err := pageQuery(q, defaultLimit)
+	if err != nil {
+		return err
+	}
+	ms, next, err := s.missions.Supervise(f, cursor, limit)
+	if err != nil {
+		return cursorError(err)
+	}
+	return writeJSON(w, supervisionMissionsResponse{Missions: ms, NextCursor: nullable(next)})
+}
