@@ -103,10 +103,10 @@ func (c *Mission) Create(ctx context.Context, a Actor, in CreateMissionInput) (M
 	// the publisher resolves to now; the decision, on the log's one serial
 	// goroutine, only confirms that it still does.
 	expected, _ := c.issuer(a, pl.Publisher, pl.PublisherKind)
-	var encoded json.RawMessage
+	var encoded eventlog.Canonical
 	if expected != "" {
 		pl.IssuerDID = expected
-		if encoded, err = json.Marshal(pl); err != nil {
+		if encoded, err = eventlog.Canonicalize(pl); err != nil {
 			return MissionResult{}, fmt.Errorf("encode mission.created: %w", err)
 		}
 	}

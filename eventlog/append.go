@@ -105,6 +105,12 @@ func canonicalDraft(d Draft) ([]byte, error) {
 	if !ValidType(d.Type) {
 		return nil, fmt.Errorf("%w: type %q", ErrInvalidDraft, d.Type)
 	}
+	if c, ok := d.Payload.(Canonical); ok {
+		if c.b == nil {
+			return nil, fmt.Errorf("%w: %s: empty Canonical payload", ErrInvalidDraft, d.Type)
+		}
+		return c.b, nil
+	}
 	raw, err := json.Marshal(d.Payload)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s payload: %v", ErrInvalidDraft, d.Type, err)

@@ -267,3 +267,29 @@ func TestRecords(t *testing.T) {
 		t.Fatalf("records reached the chain: tip %d", tip.Seq)
 	}
 }
+
+// TestCanonicalDraft: a pre-canonicalised payload is appended byte for byte as
+// Canonicalize produced it, equal to what the log makes of the plain value.
+func TestCanonicalDraft(t *testing.T) {
+	l := openMem(t, Options{})
+	v := map[string]any{"b": "<&>", "a": []int{1, 2}}
+	c, err := Canonicalize(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := l.Decide(context.Background(), func() ([]Draft, error) {
+		return []Draft{{Type: "test.pre", Payload: c}, {Type: "test.plain", Payload: v}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(evs[0].Payload) != string(evs[1].Payload) || string(evs[0].Payload) != `{"a":[1,2],"b":"<&>"}` {
+		t.Fatalf("payloads %s and %s", evs[0].Payload, evs[1].Payload)
+	}
+	if _, err := l.Append(context.Background(), Draft{Type: "test.zero", Payload: Canonical{}}); !errors.Is(err, ErrInvalidDraft) {
+		t.Fatalf("zero Canonical: err = %v", err)
+	}
+	if _, err := Canonicalize([]int{1}); !errors.Is(err, ErrInvalidDraft) {
+		t.Fatalf("array payload: err = %v", err)
+	}
+}

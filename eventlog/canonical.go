@@ -84,3 +84,23 @@ func sealedBytes(root, tip, generatedAt string) []byte {
 	}{root, tip, generatedAt})
 	return b // already canonical: sorted keys, ASCII values needing no escapes
 }
+
+// Canonical is a payload already in RFC 8785 form. A Draft whose Payload is a
+// Canonical is not re-encoded on the sequencer: a command that decides with Decide
+// builds its payload with Canonicalize on its own goroutine first, which keeps the
+// one serial step of the log short.
+type Canonical struct{ b []byte }
+
+// Canonicalize encodes v with encoding/json and canonicalises the result; v must
+// encode as a JSON object.
+func Canonicalize(v any) (Canonical, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return Canonical{}, fmt.Errorf("%w: %v", ErrInvalidDraft, err)
+	}
+	b, err := canonicalPayload(raw)
+	if err != nil {
+		return Canonical{}, fmt.Errorf("%w: %v", ErrInvalidDraft, err)
+	}
+	return Canonical{b}, nil
+}
