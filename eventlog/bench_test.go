@@ -60,12 +60,25 @@ func BenchmarkEd25519Verify(b *testing.B) {
 	}
 }
 
+// benchMission is shaped like a mission.created payload; commands encode typed
+// structs like it, not maps.
+type benchMission struct {
+	MissionID     string         `json:"mission_id"`
+	Title         string         `json:"title"`
+	Publisher     string         `json:"publisher"`
+	PublisherKind string         `json:"publisher_kind"`
+	Domain        string         `json:"domain"`
+	SubnetID      string         `json:"subnet_id"`
+	RequiredRole  string         `json:"required_role"`
+	Reward        map[string]int `json:"reward"`
+}
+
 func benchPayload(i int) Draft {
-	return Draft{Type: "mission.created", Payload: map[string]any{
-		"mission_id": fmt.Sprintf("019b0000-0000-7000-8000-%012d", i), "title": "Escort the convoy",
-		"publisher": "genesis", "publisher_kind": "planetary_government", "domain": "security",
-		"subnet_id": "genesis", "required_role": "enforcer",
-		"reward": map[string]int{"agent_credit": 25, "reputation": 3, "capacity": 1, "treasury_share_credit": 5},
+	return Draft{Type: "mission.created", Payload: benchMission{
+		MissionID: fmt.Sprintf("019b0000-0000-7000-8000-%012d", i), Title: "Escort the convoy",
+		Publisher: "genesis", PublisherKind: "planetary_government", Domain: "security",
+		SubnetID: "genesis", RequiredRole: "enforcer",
+		Reward: map[string]int{"agent_credit": 25, "reputation": 3, "capacity": 1, "treasury_share_credit": 5},
 	}}
 }
 
