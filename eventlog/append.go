@@ -72,6 +72,7 @@ func (l *Log) submit(ctx context.Context, r *request) ([]Event, error) {
 type group struct {
 	reqs    []*request
 	pending []*pending
+	signed  sync.WaitGroup // one count per pending event until it is signed
 }
 
 // pending is an event between sequencing and commit.
@@ -176,33 +177,47 @@ func (p *pending) write(b *pebble.Batch) {
 	b.Set(timeKey(p.micros), seq, nil)
 }
 
-// runSequencer takes every queued request, decides and chains them in arrival
-// order, signs the group in parallel and hands it to the committer. While the
-// committer waits on an fsync the next group is being prepared.
+// runSequencer decides and chains requests in arrival order into the current
+// group, handing each event to the signing workers at once, and passes the group
+// to the committer as soon as the committer is free. While the committer waits on
+// an fsync, every request that arrives joins the next group, so the group grows
+// with the load and one fsync covers it all.
 func (l *Log) runSequencer() {
 	defer close(l.groups)
-	for r := range l.reqs {
-		g := &group{}
-		l.sequence(g, r)
-	drain:
-		for len(g.pending) < l.maxGroup {
-			select {
-			case r, ok := <-l.reqs:
-				if !ok {
-					break drain
-				}
-				l.sequence(g, r)
-			default:
-				break drain
+	signer := startSigner(l.key)
+	defer signer.stop()
+	var cur *group
+	reqs := l.reqs
+	for reqs != nil || cur != nil {
+		if cur == nil {
+			r, ok := <-reqs
+			if !ok {
+				reqs = nil
+				continue
 			}
+			cur = &group{}
+			l.sequence(cur, r, signer)
+			continue
 		}
-		signAll(l.key, g.pending)
-		l.groups <- g
+		in := reqs
+		if len(cur.pending) >= l.maxGroup {
+			in = nil // full: wait for the committer only
+		}
+		select {
+		case l.groups <- cur:
+			cur = nil
+		case r, ok := <-in:
+			if !ok {
+				reqs = nil
+				continue
+			}
+			l.sequence(cur, r, signer)
+		}
 	}
 }
 
 // sequence decides and chains one request into g, all or nothing.
-func (l *Log) sequence(g *group, r *request) {
+func (l *Log) sequence(g *group, r *request, signer *signer) {
 	g.reqs = append(g.reqs, r)
 	drafts := r.drafts
 	if r.decide != nil {
@@ -223,40 +238,54 @@ func (l *Log) sequence(g *group, r *request) {
 	now := l.now().UnixMicro()
 	r.n = len(drafts)
 	for i, d := range drafts {
-		p := l.seq.chainCanonical(l.did, d.Type, payloads[i], now)
-		g.pending = append(g.pending, p)
+		g.pending = append(g.pending, l.seq.chainCanonical(l.did, d.Type, payloads[i], now))
 	}
+	mine := g.pending[len(g.pending)-r.n:]
+	// The hook gets copies taken before signing starts: the signers write into
+	// the events.
 	if l.onSequenced != nil && r.n > 0 {
 		events := make([]Event, r.n)
-		for i, p := range g.pending[len(g.pending)-r.n:] {
+		for i, p := range mine {
 			events[i] = *p.ev
 		}
 		l.onSequenced(events)
 	}
+	g.signed.Add(r.n)
+	for _, p := range mine {
+		signer.jobs <- signJob{p, &g.signed}
+	}
 }
 
-// signAll signs on every core; signing is the costliest step of an append.
-func signAll(key ed25519.PrivateKey, ps []*pending) {
-	workers := runtime.GOMAXPROCS(0)
-	if len(ps) < 8 || workers == 1 {
-		for _, p := range ps {
-			p.sign(key)
-		}
-		return
-	}
-	var wg sync.WaitGroup
-	chunk := (len(ps) + workers - 1) / workers
-	for start := 0; start < len(ps); start += chunk {
-		part := ps[start:min(start+chunk, len(ps))]
-		wg.Add(1)
+// signer signs events on every core; signing is the costliest step of an append.
+type signer struct {
+	key  ed25519.PrivateKey
+	jobs chan signJob
+	done sync.WaitGroup
+}
+
+type signJob struct {
+	p      *pending
+	signed *sync.WaitGroup
+}
+
+func startSigner(key ed25519.PrivateKey) *signer {
+	s := &signer{key: key, jobs: make(chan signJob, 4096)}
+	for range runtime.GOMAXPROCS(0) {
+		s.done.Add(1)
 		go func() {
-			defer wg.Done()
-			for _, p := range part {
-				p.sign(key)
+			defer s.done.Done()
+			for j := range s.jobs {
+				j.p.sign(s.key)
+				j.signed.Done()
 			}
 		}()
 	}
-	wg.Wait()
+	return s
+}
+
+func (s *signer) stop() {
+	close(s.jobs)
+	s.done.Wait()
 }
 
 // runCommitter makes each group durable with one fsync, publishes the new tip and
@@ -265,6 +294,7 @@ func signAll(key ed25519.PrivateKey, ps []*pending) {
 func (l *Log) runCommitter() {
 	defer close(l.stopped)
 	for g := range l.groups {
+		g.signed.Wait()
 		err := l.Healthy()
 		if err == nil && len(g.pending) > 0 {
 			err = l.commit(g)

@@ -121,7 +121,7 @@ func Open(opts Options) (*Log, error) {
 		db: db, key: opts.Key, pub: pub, did: DIDKey(pub),
 		now: opts.Now, log: opts.Logger, onCommit: opts.OnCommit, onSequenced: opts.OnSequenced, maxGroup: opts.MaxGroup,
 		reqs:    make(chan *request, 1024),
-		groups:  make(chan *group, 1),
+		groups:  make(chan *group), // unbuffered: a group is handed over only when the committer is free
 		stopped: make(chan struct{}),
 	}
 	if err := l.load(opts.TailCheck); err != nil {
