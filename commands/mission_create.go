@@ -3,7 +3,6 @@ package commands
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 
 	"github.com/civnode/civnode/eventlog"
@@ -92,43 +91,21 @@ func (c *Mission) Create(ctx context.Context, a Actor, in CreateMissionInput) (M
 	if err := RequireAgentOrOwner(a); err != nil {
 		return MissionResult{}, err
 	}
-	pl, err := in.check(c.roles, c.factions)
+	d, err := c.newMissionDraft(a, in)
 	if err != nil {
 		return MissionResult{}, err
 	}
-	if pl.MissionID, err = c.newID(); err != nil {
-		return MissionResult{}, fmt.Errorf("new mission id: %w", err)
-	}
-	// The payload is encoded here, on the caller's goroutine, for the issuer
-	// the publisher resolves to now; the decision, on the log's one serial
-	// goroutine, only confirms that it still does.
-	expected, _ := c.issuer(a, pl.Publisher, pl.PublisherKind)
-	var encoded eventlog.Canonical
-	if expected != "" {
-		pl.IssuerDID = expected
-		if encoded, err = eventlog.Canonicalize(pl); err != nil {
-			return MissionResult{}, fmt.Errorf("encode mission.created: %w", err)
-		}
-	}
 	evs, err := c.log.Decide(ctx, func() ([]eventlog.Draft, error) {
-		issuer, err := c.issuer(a, pl.Publisher, pl.PublisherKind)
+		dr, err := d.draft()
 		if err != nil {
 			return nil, err
 		}
-		if _, taken := c.missions.MissionRef(pl.MissionID); taken {
-			return nil, fmt.Errorf("new mission id %s exists; check the id source", pl.MissionID)
-		}
-		if issuer == expected {
-			return []eventlog.Draft{{Type: events.TypeMissionCreated, Payload: encoded}}, nil
-		}
-		d := pl
-		d.IssuerDID = issuer
-		return []eventlog.Draft{{Type: events.TypeMissionCreated, Payload: d}}, nil
+		return []eventlog.Draft{dr}, nil
 	})
 	if err != nil {
 		return MissionResult{}, err
 	}
-	return MissionResult{MissionID: pl.MissionID, Events: evs}, nil
+	return MissionResult{MissionID: d.MissionID(), Events: evs}, nil
 }
 
 // issuer resolves a publisher to the DID it publishes as, checking that a may

@@ -32,6 +32,10 @@ type civNode struct {
 	mread   *projections.Missions
 	mdecide *projections.Missions
 	mcmd    *commands.Mission
+	// The game read and decision models and commands, wired the same way.
+	gread   *projections.Game
+	gdecide *projections.Game
+	gcmd    *commands.Game
 }
 
 func newCivNode(t *testing.T) *civNode {
@@ -45,15 +49,18 @@ func newCivNodeWith(t *testing.T, edit func(*eventlog.Options)) *civNode {
 	t.Helper()
 	n := &civNode{key: ed25519.NewKeyFromSeed(testSeed),
 		read: projections.NewIdentities(), decide: projections.NewIdentities(),
-		mread: projections.NewMissions(), mdecide: projections.NewMissionDecisions()}
+		mread: projections.NewMissions(), mdecide: projections.NewMissionDecisions(),
+		gread: projections.NewGame(), gdecide: projections.NewGame()}
 	opts := eventlog.Options{InMemory: true, Key: n.key, Logger: discardLogger(),
 		OnCommit: func(evs []eventlog.Event) {
 			n.read.ApplyEvents(evs)
 			n.mread.ApplyEvents(evs)
+			n.gread.ApplyEvents(evs)
 		},
 		OnSequenced: func(evs []eventlog.Event) {
 			n.decide.ApplyEvents(evs)
 			n.mdecide.ApplyEvents(evs)
+			n.gdecide.ApplyEvents(evs)
 		}}
 	if edit != nil {
 		edit(&opts)
@@ -64,11 +71,14 @@ func newCivNodeWith(t *testing.T, edit func(*eventlog.Options)) *civNode {
 	}
 	t.Cleanup(func() { l.Close() })
 	// As cmd does: one scan rebuilds both models before any write.
-	if err := projections.Rebuild(context.Background(), l, n.read, n.decide, n.mread, n.mdecide); err != nil {
+	if err := projections.Rebuild(context.Background(), l, n.read, n.decide, n.mread, n.mdecide, n.gread, n.gdecide); err != nil {
 		t.Fatal(err)
 	}
 	if n.mcmd, err = commands.NewMission(commands.MissionOptions{Log: l, Missions: n.mdecide,
 		Identities: n.decide, Profiles: n.decide}); err != nil {
+		t.Fatal(err)
+	}
+	if n.gcmd, err = commands.NewGame(commands.GameOptions{Log: l, Mission: n.mcmd, Game: n.gdecide}); err != nil {
 		t.Fatal(err)
 	}
 	if n.cmd, err = commands.NewIdentity(commands.IdentityOptions{Log: l, NodeKey: n.key,
@@ -92,8 +102,16 @@ func (n *civNode) serve(t *testing.T, l *eventlog.Log, read *projections.Identit
 // serveWith starts a server over log with the read models read and missions.
 func (n *civNode) serveWith(t *testing.T, l *eventlog.Log, read *projections.Identities, missions *projections.Missions) *testNode {
 	t.Helper()
+	return n.serveModels(t, l, read, missions, n.gread)
+}
+
+// serveModels starts a server over log with the read models read, missions
+// and game.
+func (n *civNode) serveModels(t *testing.T, l *eventlog.Log, read *projections.Identities, missions *projections.Missions, game *projections.Game) *testNode {
+	t.Helper()
 	s := New(Options{Log: l, OwnerToken: testToken, Logger: discardLogger(),
-		Identity: n.cmd, Identities: read, Tokens: n.tokens, Mission: n.mcmd, Missions: missions, Governs: []string{"genesis"}})
+		Identity: n.cmd, Identities: read, Tokens: n.tokens, Mission: n.mcmd, Missions: missions,
+		Game: n.gcmd, GameState: game, Governs: []string{"genesis"}})
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
 	return &testNode{t: t, log: l, srv: s, url: hs.URL}

@@ -48,6 +48,13 @@ type Options struct {
 	// Catalog is the game catalog the node runs with (GET /v1/game/catalog);
 	// default catalog.Default().
 	Catalog *catalog.Catalog
+
+	// Game runs the game's installs; GameState is the game read model (fed by
+	// OnCommit). Set both or neither, and only with the missions and
+	// identities: without them only GET /v1/game/catalog of the game endpoints
+	// is served. Game must install from Catalog.
+	Game      *commands.Game
+	GameState *projections.Game
 }
 
 // Defaults and the server's own limits. Reads are bounded so a slow client cannot
@@ -77,6 +84,8 @@ type Server struct {
 	mission        *commands.Mission
 	missions       *projections.Missions
 	catalog        *catalog.Catalog
+	game           *commands.Game
+	gameState      *projections.Game
 	router         *httprouter.Router
 	handler        http.Handler
 
@@ -114,6 +123,9 @@ func New(opts Options) *Server {
 	if (opts.Mission == nil) != (opts.Missions == nil) || opts.Missions != nil && opts.Identities == nil {
 		panic("http.New: set both Options.Mission and Options.Missions, or neither, and only with the identities")
 	}
+	if (opts.Game == nil) != (opts.GameState == nil) || opts.GameState != nil && opts.Missions == nil {
+		panic("http.New: set both Options.Game and Options.GameState, or neither, and only with the missions")
+	}
 	logger := opts.Logger.With("component", "http")
 	if opts.OwnerToken == "" {
 		logger.Warn("no owner token configured; every authenticated request will be refused")
@@ -131,6 +143,8 @@ func New(opts Options) *Server {
 		mission:         opts.Mission,
 		missions:        opts.Missions,
 		catalog:         opts.Catalog,
+		game:            opts.Game,
+		gameState:       opts.GameState,
 		readTimeout:     readTimeout,
 		exportWriteIdle: exportWriteIdle,
 	}
@@ -167,6 +181,7 @@ func (s *Server) routes() {
 	s.civilizationRoutes()
 	s.missionRoutes()
 	s.handle(http.MethodGet, "/v1/game/catalog", s.handleGameCatalog, 0)
+	s.gameRoutes()
 }
 
 // civilizationRoutes registers the identity and civilization endpoints, when the

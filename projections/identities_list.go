@@ -95,3 +95,19 @@ func (p *Identities) Count() int {
 	defer p.mu.RUnlock()
 	return len(p.order)
 }
+
+// Find returns the oldest identity, with its profile, for which match reports
+// true. It walks identities in creation order until the first match, so its cost
+// is the position of that match. match runs under the model's read lock and must
+// not call the model.
+func (p *Identities) Find(match func(SupervisedIdentity) bool) (SupervisedIdentity, bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	for _, id := range p.order {
+		s := SupervisedIdentity{IdentityRecord: id.record(), Profile: id.profile.record()}
+		if match(s) {
+			return s, true
+		}
+	}
+	return SupervisedIdentity{}, false
+}

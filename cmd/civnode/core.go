@@ -24,9 +24,12 @@ type core struct {
 	identityDecisions *projections.Identities // decision model
 	missions          *projections.Missions   // read model
 	missionDecisions  *projections.Missions   // decision model
+	gameState         *projections.Game       // read model
+	gameDecisions     *projections.Game       // decision model
 
 	identity *commands.Identity
 	mission  *commands.Mission
+	game     *commands.Game
 	tokens   *commands.Tokens
 }
 
@@ -37,6 +40,7 @@ var (
 	_ commands.PublicIDResolver = (*projections.Identities)(nil)
 	_ commands.ProfileReader    = (*projections.Identities)(nil)
 	_ commands.MissionReader    = (*projections.Missions)(nil)
+	_ commands.GameReader       = (*projections.Game)(nil)
 )
 
 // openCore opens the log with every model attached, rebuilds the models from the
@@ -48,15 +52,19 @@ func openCore(ctx context.Context, d dataDir, key ed25519.PrivateKey, cat *catal
 		identityDecisions: projections.NewIdentities(),
 		missions:          projections.NewMissions(),
 		missionDecisions:  projections.NewMissionDecisions(),
+		gameState:         projections.NewGame(),
+		gameDecisions:     projections.NewGame(),
 	}
 	c.chain, err = openLog(d, key, logger, eventlog.Options{
 		OnCommit: func(evs []eventlog.Event) {
 			c.identities.ApplyEvents(evs)
 			c.missions.ApplyEvents(evs)
+			c.gameState.ApplyEvents(evs)
 		},
 		OnSequenced: func(evs []eventlog.Event) {
 			c.identityDecisions.ApplyEvents(evs)
 			c.missionDecisions.ApplyEvents(evs)
+			c.gameDecisions.ApplyEvents(evs)
 		},
 	})
 	if err != nil {
@@ -69,7 +77,8 @@ func openCore(ctx context.Context, d dataDir, key ed25519.PrivateKey, cat *catal
 	}()
 	// Genesis and every event of earlier runs reach the models only through this
 	// rebuild; nothing is appended until it is done.
-	if err := projections.Rebuild(ctx, c.chain, c.identities, c.identityDecisions, c.missions, c.missionDecisions); err != nil {
+	if err := projections.Rebuild(ctx, c.chain, c.identities, c.identityDecisions, c.missions, c.missionDecisions,
+		c.gameState, c.gameDecisions); err != nil {
 		return nil, fmt.Errorf("rebuild read models: %w", err)
 	}
 	if n := c.identities.Skipped(); n > 0 {
@@ -77,6 +86,9 @@ func openCore(ctx context.Context, d dataDir, key ed25519.PrivateKey, cat *catal
 	}
 	if n := c.missions.Skipped(); n > 0 {
 		logger.Warn("mission events the read model could not apply", "count", n)
+	}
+	if n := c.gameState.Skipped(); n > 0 {
+		logger.Warn("game events the read model could not apply", "count", n)
 	}
 	c.identity, err = commands.NewIdentity(commands.IdentityOptions{
 		Log: c.chain, NodeKey: key, Identities: c.identityDecisions, Controllers: c.identityDecisions,
@@ -91,6 +103,12 @@ func openCore(ctx context.Context, d dataDir, key ed25519.PrivateKey, cat *catal
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mission commands: %w", err)
+	}
+	c.game, err = commands.NewGame(commands.GameOptions{
+		Log: c.chain, Mission: c.mission, Game: c.gameDecisions, Catalog: cat,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("game commands: %w", err)
 	}
 	c.tokens, err = commands.NewTokens(commands.TokensOptions{
 		Store: c.chain, Auditor: c.chain, Identities: c.identities, NodeDID: c.chain.NodeDID(),

@@ -19,10 +19,10 @@ func (m *Main) newReplayCommand(g *globals) *cobra.Command {
 		Use:   "replay",
 		Short: "Walk and verify the local chain and print counts per event type",
 		Long: `replay rebuilds every read model of a stopped node (identities, bindings,
-profiles, missions, balances, treasuries) from its chain alone, walks the whole
-chain from genesis to tip verifying every event as verify --data-dir does, and
-prints how many events of each type it holds, the total, and what the rebuilt
-models hold. It records replay.completed in the audit log.`,
+profiles, missions, balances, treasuries, game installs) from its chain alone,
+walks the whole chain from genesis to tip verifying every event as verify
+--data-dir does, and prints how many events of each type it holds, the total,
+and what the rebuilt models hold. It records replay.completed in the audit log.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := m.logger(g)
@@ -90,10 +90,13 @@ func (m *Main) replay(ctx context.Context, flag string, logger *slog.Logger) (er
 		"missions": missions.Total, "missions_open": missions.Total - missions.ByState["settled"],
 		"missions_settled": missions.ByState["settled"], "credits_paid": missions.Paid.AgentCredit,
 		"treasury_credits": treasury, "missions_skipped": node.missions.Skipped(),
+		"starter_missions_installed": node.gameState.StarterInstalled(), "mission_packs_installed": len(node.gameState.Packs()),
+		"game_skipped": node.gameState.Skipped(),
 	}
 	fmt.Fprintf(tw, "\nread models rebuilt\t\n")
 	for _, k := range []string{"identities", "bindings", "bindings_active", "skipped",
-		"missions", "missions_open", "missions_settled", "credits_paid", "treasury_credits", "missions_skipped"} {
+		"missions", "missions_open", "missions_settled", "credits_paid", "treasury_credits", "missions_skipped",
+		"starter_missions_installed", "mission_packs_installed", "game_skipped"} {
 		fmt.Fprintf(tw, "%s\t%v\n", k, models[k])
 	}
 	if err := tw.Flush(); err != nil {

@@ -113,6 +113,8 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 		Identities: node.identities,
 		Mission:    node.mission,
 		Missions:   node.missions,
+		Game:       node.game,
+		GameState:  node.gameState,
 		Governs:    cfg.governs,
 		Catalog:    cat,
 		Logger:     logger.With("component", "http"),
