@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -34,9 +35,9 @@ func (s *Server) missionRoutes() {
 	s.handle(http.MethodGet, "/v1/core/missions", s.handleListMissions, 0)
 	s.handle(http.MethodPost, "/v1/core/missions", s.handleCreateMission, 0)
 	s.handle(http.MethodGet, "/v1/core/missions/:mission_id", s.handleGetMission, 0)
-	s.handle(http.MethodPost, "/v1/core/missions/:mission_id/claim", s.handleClaimMission, 0)
-	s.handle(http.MethodPost, "/v1/core/missions/:mission_id/complete", s.handleCompleteMission, 0)
-	s.handle(http.MethodPost, "/v1/core/missions/:mission_id/settle", s.handleSettleMission, 0)
+	s.handle(http.MethodPost, "/v1/core/missions/:mission_id/claim", missionTransition(s, s.mission.Claim), 0)
+	s.handle(http.MethodPost, "/v1/core/missions/:mission_id/complete", missionTransition(s, s.mission.Complete), 0)
+	s.handle(http.MethodPost, "/v1/core/missions/:mission_id/settle", missionTransition(s, s.mission.Settle), 0)
 	s.handle(http.MethodGet, "/v1/supervision/missions", s.handleSupervisionMissions, routeOwner)
 }
 
@@ -159,40 +160,21 @@ func (s *Server) handleMyMissions(w http.ResponseWriter, r *http.Request) error 
 	return writeJSON(w, myMissionsResponse{Claimed: claimed, Published: published})
 }
 
-func (s *Server) handleClaimMission(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	var in commands.ClaimMissionInput
-	if err := s.decodeJSON(w, r, &in); err != nil {
-		return err
+// missionTransition is the handler of one lifecycle step (claim, complete,
+// settle): decode the step's body strictly, run the command as the request's
+// actor and answer with the mission's full record.
+func missionTransition[In any](s *Server, step func(context.Context, commands.Actor, string, In) (commands.MissionResult, error)) handler {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+		var in In
+		if err := s.decodeJSON(w, r, &in); err != nil {
+			return err
+		}
+		res, err := step(r.Context(), requestActor(r.Context()), ps.ByName("mission_id"), in)
+		if err != nil {
+			return err
+		}
+		return s.writeMission(w, res.MissionID)
 	}
-	res, err := s.mission.Claim(r.Context(), requestActor(r.Context()), ps.ByName("mission_id"), in)
-	if err != nil {
-		return err
-	}
-	return s.writeMission(w, res.MissionID)
-}
-
-func (s *Server) handleCompleteMission(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	var in commands.CompleteMissionInput
-	if err := s.decodeJSON(w, r, &in); err != nil {
-		return err
-	}
-	res, err := s.mission.Complete(r.Context(), requestActor(r.Context()), ps.ByName("mission_id"), in)
-	if err != nil {
-		return err
-	}
-	return s.writeMission(w, res.MissionID)
-}
-
-func (s *Server) handleSettleMission(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-	var in commands.SettleMissionInput
-	if err := s.decodeJSON(w, r, &in); err != nil {
-		return err
-	}
-	res, err := s.mission.Settle(r.Context(), requestActor(r.Context()), ps.ByName("mission_id"), in)
-	if err != nil {
-		return err
-	}
-	return s.writeMission(w, res.MissionID)
 }
 
 // writeMission answers a write with the mission's full record.
