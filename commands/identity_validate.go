@@ -74,6 +74,9 @@ func checkOptionalText(field string, s *string, max int) error {
 	return checkText(field, *s, max)
 }
 
+// ValidPublicID reports whether s has the form of a public slug.
+func ValidPublicID(s string) bool { return publicIDPattern.MatchString(s) }
+
 func checkPublicID(s string) error {
 	if !publicIDPattern.MatchString(s) {
 		return Invalid("public_id", "public_id must be 3 to 40 characters of a-z, 0-9 and -")

@@ -8,6 +8,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/civnode/civnode/commands"
+	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/projections"
 )
 
@@ -110,16 +111,40 @@ func (s *Server) identityFromQuery(q url.Values) (projections.IdentityRecord, er
 		return projections.IdentityRecord{}, &commands.Error{Kind: commands.KindInvalid, Code: "invalid_field",
 			Message: "give agent_did or public_id, not both"}
 	case did != "":
+		if _, err := eventlog.PublicKeyFromDID(did); err != nil {
+			return projections.IdentityRecord{}, commands.Invalid("agent_did", "agent_did must be an Ed25519 did:key")
+		}
 		if rec, ok := s.identities.Record(did); ok {
 			return rec, nil
 		}
 		return projections.IdentityRecord{}, commands.NotFound("identity_not_found", "agent_did", "no identity has agent_did %s", did)
 	default:
+		if !commands.ValidPublicID(slug) {
+			return projections.IdentityRecord{}, errPublicIDForm
+		}
 		if rec, ok := s.identities.RecordBySlug(slug); ok {
 			return rec, nil
 		}
 		return projections.IdentityRecord{}, commands.NotFound("identity_not_found", "public_id", "no identity has public_id %s", slug)
 	}
+}
+
+// errPublicIDForm answers a public_id in a query that no identity could have:
+// a malformed value is bad input (400), not an unknown identity (404).
+var errPublicIDForm = commands.Invalid("public_id", "public_id must be 3 to 40 characters of a-z, 0-9 and -")
+
+// queryPublicID reads the required public_id query value.
+func queryPublicID(q url.Values) (string, error) {
+	slug, err := queryValue(q, "public_id")
+	switch {
+	case err != nil:
+		return "", err
+	case slug == "":
+		return "", commands.Missing("public_id")
+	case !commands.ValidPublicID(slug):
+		return "", errPublicIDForm
+	}
+	return slug, nil
 }
 
 // pageQuery parses limit (1..1000, default def) and cursor.

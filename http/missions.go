@@ -136,12 +136,9 @@ type myMissionsResponse struct {
 // own identity's.
 func (s *Server) handleMyMissions(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	slug, err := queryValue(q, "public_id")
+	slug, err := queryPublicID(q)
 	if err != nil {
 		return err
-	}
-	if slug == "" {
-		return commands.Missing("public_id")
 	}
 	limit, err := queryLimit(q)
 	if err != nil {

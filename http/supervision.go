@@ -65,12 +65,9 @@ type homeSubnet struct {
 
 func (s *Server) handleSupervisionHome(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	actor := requestActor(r.Context())
-	slug, err := queryValue(r.URL.Query(), "public_id")
+	slug, err := queryPublicID(r.URL.Query())
 	if err != nil {
 		return err
-	}
-	if slug == "" {
-		return commands.Missing("public_id")
 	}
 	rec, ok := s.identities.RecordBySlug(slug)
 	if !ok {
