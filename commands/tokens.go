@@ -38,10 +38,12 @@ type TokenAuditor interface {
 	Audit(ctx context.Context, action, actor string, detail any) (eventlog.AuditEntry, error)
 }
 
-// PublicIDResolver finds the agent DID of a public identity. The identities read
-// model satisfies it.
+// PublicIDResolver finds the agent DID of a public identity, and the current
+// public_id of an agent DID: a token acts for a DID, and slugs can change. The
+// identities read model satisfies it.
 type PublicIDResolver interface {
 	AgentDIDForPublicID(publicID string) (agentDID string, ok bool)
+	PublicIDOf(agentDID string) (publicID string, ok bool)
 }
 
 // TokenRecordKind is the eventlog record kind token records are stored under.
@@ -232,6 +234,16 @@ func (t *Tokens) List(actor Actor) ([]Token, error) {
 		out = append(out, rec.token())
 	}
 	t.mu.RUnlock()
+	// The record keeps the slug the token was issued for; show the one the
+	// identity has now.
+	for i := range out {
+		if out[i].AgentDID == "" || t.identities == nil {
+			continue
+		}
+		if current, ok := t.identities.PublicIDOf(out[i].AgentDID); ok {
+			out[i].PublicID = current
+		}
+	}
 	slices.SortFunc(out, func(a, b Token) int {
 		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 			return c

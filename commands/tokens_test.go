@@ -28,6 +28,15 @@ func (m tokIdentityMap) AgentDIDForPublicID(publicID string) (string, bool) {
 	return did, ok
 }
 
+func (m tokIdentityMap) PublicIDOf(agentDID string) (string, bool) {
+	for slug, did := range m {
+		if did == agentDID {
+			return slug, true
+		}
+	}
+	return "", false
+}
+
 const tokAliceDID = "did:key:z6MkAlice"
 
 func openTokenLog(t *testing.T) *eventlog.Log {
@@ -474,5 +483,28 @@ func TestNewTokensRejectsBadRecords(t *testing.T) {
 		if _, err := NewTokens(TokensOptions{Store: l, Auditor: l, NodeDID: l.NodeDID()}); err == nil {
 			t.Errorf("NewTokens accepted record %s", raw)
 		}
+	}
+}
+
+// TestTokenListShowsCurrentSlug: an agent token acts for a DID; after the
+// identity changes its public_id, the list shows the new one.
+func TestTokenListShowsCurrentSlug(t *testing.T) {
+	l := openTokenLog(t)
+	ids := tokIdentityMap{"alice": tokAliceDID}
+	ts, err := NewTokens(TokensOptions{Store: l, Auditor: l, NodeDID: l.NodeDID(), Identities: ids})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Create(context.Background(), tokOwner, TokenKindAgent, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	delete(ids, "alice")
+	ids["alice-renamed"] = tokAliceDID
+	list, err := ts.List(tokOwner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].PublicID != "alice-renamed" || list[0].AgentDID != tokAliceDID {
+		t.Fatalf("list = %+v", list)
 	}
 }

@@ -20,6 +20,15 @@ func (m tokenIdentities) AgentDIDForPublicID(publicID string) (string, bool) {
 	return did, ok
 }
 
+func (m tokenIdentities) PublicIDOf(agentDID string) (string, bool) {
+	for slug, did := range m {
+		if did == agentDID {
+			return slug, true
+		}
+	}
+	return "", false
+}
+
 const tokenAliceDID = "did:key:z6MkAliceTokenTest"
 
 // newTokenNode is a test node with a real token service over its log. logs, if

@@ -140,3 +140,15 @@ func (p *Identities) AgentDIDForPublicID(publicID string) (string, bool) {
 	}
 	return id.did, true
 }
+
+// PublicIDOf returns the current public_id of an agent DID (the token service
+// shows it beside agent tokens).
+func (p *Identities) PublicIDOf(agentDID string) (string, bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	id, ok := p.byDID[agentDID]
+	if !ok {
+		return "", false
+	}
+	return id.publicID, true
+}
