@@ -51,12 +51,7 @@ type missionsResponse struct {
 }
 
 func (s *Server) handleListMissions(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	q := r.URL.Query()
-	f, err := s.missionFilter(q)
-	if err != nil {
-		return err
-	}
-	limit, cursor, err := pageQuery(q, defaultLimit)
+	f, cursor, limit, err := s.missionListQuery(r.URL.Query())
 	if err != nil {
 		return err
 	}
@@ -65,6 +60,15 @@ func (s *Server) handleListMissions(w http.ResponseWriter, r *http.Request, _ ht
 		return cursorError(err)
 	}
 	return writeJSON(w, missionsResponse{Missions: ms, NextCursor: nullable(next)})
+}
+
+// missionListQuery parses the filters and paging the mission lists share.
+func (s *Server) missionListQuery(q url.Values) (f projections.MissionFilter, cursor string, limit int, err error) {
+	if f, err = s.missionFilter(q); err != nil {
+		return f, "", 0, err
+	}
+	limit, cursor, err = pageQuery(q, defaultLimit)
+	return f, cursor, limit, err
 }
 
 // missionFilter parses the list filters. A value no mission could have is 400,
@@ -198,12 +202,7 @@ type supervisionMissionsResponse struct {
 // handleSupervisionMissions lists every mission with its internal fields, with
 // the list's filters and paging.
 func (s *Server) handleSupervisionMissions(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	q := r.URL.Query()
-	f, err := s.missionFilter(q)
-	if err != nil {
-		return err
-	}
-	limit, cursor, err := pageQuery(q, defaultLimit)
+	f, cursor, limit, err := s.missionListQuery(r.URL.Query())
 	if err != nil {
 		return err
 	}
