@@ -73,8 +73,12 @@ type Query struct {
 	// Type keeps only events of this type, or of a type with this prefix when it
 	// ends in ".*". Empty keeps every type.
 	Type string
-	// Limit caps the events returned; Total still counts every match.
+	// Limit caps the events returned; Total still counts every match. Zero
+	// returns no events, only the count.
 	Limit int
+	// Until, if not zero, ends the view at this seq (or at the durable tip if that
+	// is lower), so that several queries can count over one fixed chain.
+	Until uint64
 }
 
 // ValidTypeFilter reports whether s is a usable Query.Type.
@@ -93,9 +97,8 @@ var typeFilterPrefix = regexp.MustCompile(`^[a-z0-9_]+(\.[a-z0-9_]+)*$`)
 // from stored ordinals, not counted.
 func (l *Log) Query(q Query) ([]Event, uint64, error) {
 	l.mu.RLock()
-	tip := l.tip
+	end := l.tip.Seq
 	var types []string
-	var counts []uint64
 	if q.Type != "" {
 		if prefix, ok := strings.CutSuffix(q.Type, "*"); ok {
 			for t := range l.typeCounts {
@@ -107,32 +110,36 @@ func (l *Log) Query(q Query) ([]Event, uint64, error) {
 		} else if l.typeCounts[q.Type] > 0 {
 			types = []string{q.Type}
 		}
-		for _, t := range types {
-			counts = append(counts, l.typeCounts[t])
-		}
 	}
 	l.mu.RUnlock()
+	if q.Until > 0 && q.Until < end {
+		end = q.Until
+	}
 
 	start := uint64(1)
 	if !q.Since.IsZero() {
 		var err error
-		if start, err = l.seqAfter(q.Since.UnixMicro(), tip.Seq); err != nil {
+		if start, err = l.seqAfter(q.Since.UnixMicro(), end); err != nil {
 			return nil, 0, err
 		}
 	}
-	if start > tip.Seq || q.Limit <= 0 {
+	if start > end || q.Limit < 0 {
 		return nil, 0, nil
 	}
 	if q.Type == "" {
-		end := min(tip.Seq, start+uint64(q.Limit)-1)
-		events := make([]Event, 0, end-start+1)
-		err := l.Scan(start, end, func(ev *Event) error { events = append(events, *ev); return nil })
-		return events, tip.Seq - start + 1, err
+		total := end - start + 1
+		if q.Limit == 0 {
+			return nil, total, nil
+		}
+		last := min(end, start+uint64(q.Limit)-1)
+		events := make([]Event, 0, last-start+1)
+		err := l.Scan(start, last, func(ev *Event) error { events = append(events, *ev); return nil })
+		return events, total, err
 	}
 	var total uint64
 	var seqs []uint64
-	for i, t := range types {
-		n, s, err := l.typeMatches(t, counts[i], start, tip.Seq, q.Limit)
+	for _, t := range types {
+		n, s, err := l.typeMatches(t, start, end, q.Limit)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -154,18 +161,22 @@ func (l *Log) Query(q Query) ([]Event, uint64, error) {
 	return events, total, nil
 }
 
-// typeMatches counts events of typ with start ≤ seq ≤ tip and returns the first
-// limit of their seqs.
-func (l *Log) typeMatches(typ string, count, start, tip uint64, limit int) (uint64, []uint64, error) {
-	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: typeKey(typ, start), UpperBound: typeKey(typ, tip+1)})
+// typeMatches counts the events of typ with start ≤ seq ≤ end and returns the
+// first limit of their seqs. Each type index entry holds the event's ordinal
+// within its type, so the count is the last ordinal in range minus the first,
+// plus one: two seeks, whatever the number of matches.
+func (l *Log) typeMatches(typ string, start, end uint64, limit int) (uint64, []uint64, error) {
+	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: typeKey(typ, start), UpperBound: typeKey(typ, end+1)})
 	if err != nil {
 		return 0, nil, err
 	}
 	defer it.Close()
-	if !it.First() {
+	if !it.Last() {
 		return 0, nil, it.Error()
 	}
-	total := count - u64(it.Value()) + 1
+	lastOrdinal := u64(it.Value())
+	it.First()
+	total := lastOrdinal - u64(it.Value()) + 1
 	var seqs []uint64
 	for valid := true; valid && len(seqs) < limit; valid = it.Next() {
 		k := it.Key()

@@ -38,6 +38,12 @@ func TestQuery(t *testing.T) {
 		{"prefix", Query{Type: "mission.*", Limit: 1000}, 40, 40, 2, ""},
 		{"prefix since limit", Query{Type: "mission.*", Since: ev10.Time(), Limit: 5}, 5, 34, 11, ""},
 		{"unknown type", Query{Type: "oracle.settled", Limit: 10}, 0, 0, 0, ""},
+		{"count only", Query{Limit: 0}, 0, 61, 0, ""},
+		{"count only by type", Query{Type: "mission.settled", Limit: 0}, 0, 20, 0, ""},
+		{"until", Query{Until: 30, Limit: 1000}, 30, 30, 1, ""},
+		{"until by type", Query{Type: "mission.settled", Until: 30, Limit: 1000}, 10, 10, 3, "mission.settled"},
+		{"until by prefix since", Query{Type: "mission.*", Since: ev10.Time(), Until: 30, Limit: 3}, 3, 14, 11, ""},
+		{"until past tip", Query{Until: 1000, Limit: 1000}, 61, 61, 1, ""},
 		{"future", Query{Since: time.Now().Add(time.Hour * 24 * 365), Limit: 10}, 0, 0, 0, ""},
 	}
 	for _, tc := range cases {

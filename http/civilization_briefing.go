@@ -81,6 +81,7 @@ func (s *Server) handleCivilizationBriefing(w http.ResponseWriter, r *http.Reque
 	if err != nil {
 		return err
 	}
+	b.Chain = nil // the chain position is a supervision detail
 	return writeJSON(w, b)
 }
 
@@ -96,18 +97,21 @@ func (s *Server) briefing(q url.Values, types []string) (briefingResponse, error
 		Window: briefingWindow{Hours: hours, Start: start.Format(eventlog.TimeLayout), End: end.Format(eventlog.TimeLayout)},
 		Counts: make(map[string]uint64, len(types)), Highlights: []json.RawMessage{},
 	}
+	// Every count is taken over the chain as it stands now, so that the per-type
+	// counts and the total agree however fast events arrive.
+	tip := s.log.Tip()
+	until := tip.Seq
+	b.Chain = &stateChain{Seq: tip.Seq, TipHash: tip.ID, RootHash: s.log.RootHash()}
 	var counted uint64
 	for _, t := range types {
-		_, n, err := s.log.Query(eventlog.Query{Since: start, Type: t, Limit: 1})
+		_, n, err := s.log.Query(eventlog.Query{Since: start, Type: t, Until: until})
 		if err != nil {
 			return briefingResponse{}, fmt.Errorf("briefing: count %s: %w", t, err)
 		}
 		b.Counts[t] = n
 		counted += n
 	}
-	// The total comes last: the chain only grows, so it covers every event the
-	// per-type counts saw.
-	first, total, err := s.log.Query(eventlog.Query{Since: start, Limit: 1})
+	first, total, err := s.log.Query(eventlog.Query{Since: start, Limit: 1, Until: until})
 	if err != nil {
 		return briefingResponse{}, fmt.Errorf("briefing: count events: %w", err)
 	}

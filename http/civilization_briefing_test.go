@@ -145,3 +145,43 @@ func TestBriefingOfAnEmptyWindow(t *testing.T) {
 		t.Errorf("credits = %s, want %s", b["credits"], want)
 	}
 }
+
+// TestBriefingIsOneSnapshot: while writers keep appending, every briefing counts
+// over one chain position: its counts and other_events add up to its total, and a
+// window that covers the whole chain counts exactly chain.seq events.
+func TestBriefingIsOneSnapshot(t *testing.T) {
+	n := newCivNode(t)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n.bootstrap(map[string]any{"display_name": "Writer"}) // slugs writer, writer-2, …
+		}
+	}()
+	for range 30 {
+		var b struct {
+			TotalEvents uint64            `json:"total_events"`
+			Counts      map[string]uint64 `json:"counts"`
+			OtherEvents uint64            `json:"other_events"`
+			Chain       *stateChain       `json:"chain"`
+		}
+		n.get("/v1/supervision/briefing").wantOK(t, &b)
+		var sum uint64
+		for _, c := range b.Counts {
+			sum += c
+		}
+		if sum+b.OtherEvents != b.TotalEvents || b.TotalEvents != b.Chain.Seq {
+			close(stop)
+			<-done
+			t.Fatalf("counts %d + other %d, total %d, chain seq %d", sum, b.OtherEvents, b.TotalEvents, b.Chain.Seq)
+		}
+	}
+	close(stop)
+	<-done
+}
