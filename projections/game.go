@@ -96,24 +96,19 @@ func (p *Game) Apply(ev eventlog.Event) error {
 }
 
 func (p *Game) apply(ev *eventlog.Event) error {
-	if ev.Seq <= p.seq {
-		return nil
-	}
-	p.seq = ev.Seq
-	var err error
+	return fold(ev, &p.seq, &p.skipped, p.handle)
+}
+
+// handle folds one event of this model's types.
+func (p *Game) handle(ev *eventlog.Event) error {
 	switch ev.Type {
 	case events.TypeGameStarterMissionsInstalled:
-		err = p.applyStarter(ev)
+		return p.applyStarter(ev)
 	case events.TypeGameMissionPackInstalled:
-		err = p.applyPack(ev)
+		return p.applyPack(ev)
 	default:
-		return nil
+		return errNotOurs
 	}
-	if err != nil {
-		p.skipped++
-		return fmt.Errorf("apply %s at seq %d: %w", ev.Type, ev.Seq, err)
-	}
-	return nil
 }
 
 func (p *Game) applyStarter(ev *eventlog.Event) error {

@@ -1,8 +1,6 @@
 package projections
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/civnode/civnode/eventlog"
@@ -33,42 +31,27 @@ func (p *Identities) Apply(ev eventlog.Event) error {
 }
 
 func (p *Identities) apply(ev *eventlog.Event) error {
-	if ev.Seq <= p.seq {
-		return nil
-	}
-	p.seq = ev.Seq
-	var err error
-	switch ev.Type {
-	case events.TypeIdentityBootstrapped:
-		err = p.applyBootstrapped(ev)
-	case events.TypeIdentityUpdated:
-		err = p.applyIdentityUpdated(ev)
-	case events.TypeControllerBindingUpdated:
-		err = p.applyBinding(ev)
-	case events.TypeProfileUpdated:
-		err = p.applyProfile(ev)
-	case events.TypeMissionAccepted:
-		err = p.applyClaim(ev)
-	case events.TypePaymentSettled:
-		err = p.applyPayment(ev)
-	default:
-		return nil
-	}
-	if errors.Is(err, errNotOurs) {
-		return nil
-	}
-	if err != nil {
-		p.skipped++
-		return fmt.Errorf("apply %s at seq %d: %w", ev.Type, ev.Seq, err)
-	}
-	return nil
+	return fold(ev, &p.seq, &p.skipped, p.handle)
 }
 
-func decodePayload(ev *eventlog.Event, v any) error {
-	if err := json.Unmarshal(ev.Payload, v); err != nil {
-		return fmt.Errorf("decode payload: %w", err)
+// handle folds one event of this model's types.
+func (p *Identities) handle(ev *eventlog.Event) error {
+	switch ev.Type {
+	case events.TypeIdentityBootstrapped:
+		return p.applyBootstrapped(ev)
+	case events.TypeIdentityUpdated:
+		return p.applyIdentityUpdated(ev)
+	case events.TypeControllerBindingUpdated:
+		return p.applyBinding(ev)
+	case events.TypeProfileUpdated:
+		return p.applyProfile(ev)
+	case events.TypeMissionAccepted:
+		return p.applyClaim(ev)
+	case events.TypePaymentSettled:
+		return p.applyPayment(ev)
+	default:
+		return errNotOurs
 	}
-	return nil
 }
 
 // agent finds the identity an update is about.

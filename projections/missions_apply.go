@@ -32,38 +32,26 @@ func (p *Missions) Apply(ev eventlog.Event) error {
 }
 
 func (p *Missions) apply(ev *eventlog.Event) error {
-	if ev.Seq <= p.seq {
-		return nil
-	}
-	p.seq = ev.Seq
-	var err error
-	switch ev.Type {
-	case events.TypeMissionCreated:
-		err = p.applyCreated(ev)
-	case events.TypeMissionAccepted:
-		err = p.applyAccepted(ev)
-	case events.TypeMissionCompleted:
-		err = p.applyCompleted(ev)
-	case events.TypeMissionSettled:
-		err = p.applySettled(ev)
-	case events.TypePaymentSettled:
-		err = p.applyPayment(ev)
-	default:
-		return nil
-	}
-	if errors.Is(err, errNotOurs) {
-		return nil
-	}
-	if err != nil {
-		p.skipped++
-		return fmt.Errorf("apply %s at seq %d: %w", ev.Type, ev.Seq, err)
-	}
-	return nil
+	return fold(ev, &p.seq, &p.skipped, p.handle)
 }
 
-// errNotOurs marks an event of a shared type that is about something else, such
-// as a payment.settled without a mission.
-var errNotOurs = errors.New("not a mission event")
+// handle folds one event of this model's types.
+func (p *Missions) handle(ev *eventlog.Event) error {
+	switch ev.Type {
+	case events.TypeMissionCreated:
+		return p.applyCreated(ev)
+	case events.TypeMissionAccepted:
+		return p.applyAccepted(ev)
+	case events.TypeMissionCompleted:
+		return p.applyCompleted(ev)
+	case events.TypeMissionSettled:
+		return p.applySettled(ev)
+	case events.TypePaymentSettled:
+		return p.applyPayment(ev)
+	default:
+		return errNotOurs
+	}
+}
 
 // missionIn returns the mission id names if it is in state.
 func (p *Missions) missionIn(id, state string) (*mission, error) {
