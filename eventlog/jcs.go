@@ -125,19 +125,13 @@ func (p *jcsParser) object(dst []byte, depth int) ([]byte, error) {
 		}
 		m.end = len(dst)
 		members = append(members, m)
-		p.skipSpace()
-		if p.i >= len(p.in) {
-			return nil, p.errorf("unterminated object")
+		more, err := p.separator('}', "object")
+		if err != nil {
+			return nil, err
 		}
-		if p.in[p.i] == ',' {
-			p.i++
-			continue
+		if !more {
+			break
 		}
-		if p.in[p.i] != '}' {
-			return nil, p.errorf("want ',' or '}'")
-		}
-		p.i++
-		break
 	}
 	slices.SortFunc(members, compareMembers)
 	for k := 1; k < len(members); k++ {
@@ -193,20 +187,31 @@ func (p *jcsParser) array(dst []byte, depth int) ([]byte, error) {
 		if dst, err = p.value(dst, depth); err != nil {
 			return nil, err
 		}
-		p.skipSpace()
-		if p.i >= len(p.in) {
-			return nil, p.errorf("unterminated array")
+		more, err := p.separator(']', "array")
+		if err != nil {
+			return nil, err
 		}
-		if p.in[p.i] == ',' {
-			p.i++
-			continue
+		if !more {
+			return append(dst, ']'), nil
 		}
-		if p.in[p.i] != ']' {
-			return nil, p.errorf("want ',' or ']'")
-		}
-		p.i++
-		return append(dst, ']'), nil
 	}
+}
+
+// separator consumes what follows a member or element: a ',' (another follows)
+// or the closing byte (the container ends).
+func (p *jcsParser) separator(closing byte, what string) (more bool, err error) {
+	p.skipSpace()
+	switch {
+	case p.i >= len(p.in):
+		return false, p.errorf("unterminated %s", what)
+	case p.in[p.i] == ',':
+		p.i++
+		return true, nil
+	case p.in[p.i] == closing:
+		p.i++
+		return false, nil
+	}
+	return false, p.errorf("want ',' or '%c'", closing)
 }
 
 // str appends the canonical form of the string at p.i and, if want is set,
