@@ -152,11 +152,17 @@ type node struct {
 // listening line.
 func startNode(t *testing.T, dir string) *node {
 	t.Helper()
+	return startNodeArgs(t, dir)
+}
+
+// startNodeArgs is startNode with extra serve arguments.
+func startNodeArgs(t *testing.T, dir string, extra ...string) *node {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out := newLineWriter()
 	n := &node{dir: dir, cancel: cancel, done: make(chan error, 1), stderr: &syncBuffer{}}
-	m := testMain(nil, out, n.stderr)
-	go func() { n.done <- m.Run(ctx, []string{"serve", "--data-dir", dir, "--addr", "127.0.0.1:0"}) }()
+	args := append([]string{"serve", "--data-dir", dir, "--addr", "127.0.0.1:0"}, extra...)
+	go func() { n.done <- testMain(nil, out, n.stderr).Run(ctx, args) }()
 	t.Cleanup(func() {
 		cancel()
 		select {

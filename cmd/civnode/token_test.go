@@ -4,12 +4,10 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/civnode/civnode/eventlog"
 )
@@ -20,42 +18,6 @@ var (
 )
 
 const cliAliceDID = "did:key:z6MkAliceTokenCLI"
-
-// startNodeArgs is startNode with extra serve arguments.
-func startNodeArgs(t *testing.T, dir string, extra ...string) *node {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	out := newLineWriter()
-	n := &node{dir: dir, cancel: cancel, done: make(chan error, 1), stderr: &syncBuffer{}}
-	args := append([]string{"serve", "--data-dir", dir, "--addr", "127.0.0.1:0"}, extra...)
-	go func() { n.done <- testMain(nil, out, n.stderr).Run(ctx, args) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-n.done:
-		case <-time.After(waitTimeout):
-		}
-	})
-	select {
-	case line := <-out.lines:
-		mm := listeningLine.FindStringSubmatch(line)
-		if mm == nil {
-			t.Fatalf("first stdout line %q is not the listening line", line)
-		}
-		n.url = mm[1]
-	case err := <-n.done:
-		n.done <- err
-		t.Fatalf("serve ended before listening: %v\nstderr:\n%s", err, n.stderr)
-	case <-time.After(waitTimeout):
-		t.Fatalf("no listening line within %v", waitTimeout)
-	}
-	tok, err := os.ReadFile(filepath.Join(dir, "control.token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.token = strings.TrimSpace(string(tok))
-	return n
-}
 
 // appendIdentity appends an identity event to a stopped node's chain, standing in
 // for the identity commands.
