@@ -31,8 +31,9 @@ type BundleSummary struct {
 }
 
 // WriteBundle streams the whole chain up to the current tip as a signed export
-// bundle (wire.md §4). It holds one event in memory at a time; the seal covers the
-// tip fixed when the call starts, so the framing after the events is known upfront.
+// bundle (wire.md §4). It holds one event in memory at a time and stops once ctx
+// is done; the seal covers the tip fixed when the call starts, so the framing
+// after the events is known upfront.
 func (l *Log) WriteBundle(ctx context.Context, w io.Writer, h BundleHeader, progress func(seq uint64)) (BundleSummary, error) {
 	if h.ExportID == "" {
 		id, err := uuid.NewV7()
@@ -63,17 +64,19 @@ func (l *Log) WriteBundle(ctx context.Context, w io.Writer, h BundleHeader, prog
 	}{s.ExportID, l.did, base64.StdEncoding.EncodeToString(l.pub), s.GeneratedAt})
 	bw.Write(head[:len(head)-1])
 	bw.WriteString(`,"events":[`)
-	err := l.Scan(1, tip.Seq, func(ev *Event) error {
-		if ev.Seq > 1 {
+	// The stored bytes are the served form (doc.go): they are copied, never
+	// decoded, and the scan stops once ctx is done.
+	err := l.scanRaw(ctx, 1, tip.Seq, func(seq uint64, raw []byte) error {
+		if seq > 1 {
 			bw.WriteByte(',')
 		}
-		if _, err := bw.Write(ev.raw); err != nil {
+		if _, err := bw.Write(raw); err != nil {
 			return err
 		}
 		if progress != nil {
-			progress(ev.Seq)
+			progress(seq)
 		}
-		return ctx.Err()
+		return nil
 	})
 	if err != nil {
 		return BundleSummary{}, fmt.Errorf("write bundle: %w", err)

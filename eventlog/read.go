@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,17 +50,33 @@ func (l *Log) Event(seq uint64) (*Event, error) {
 // Scan calls fn for each stored event with from ≤ seq ≤ to, in seq order, holding
 // one event at a time. A gap in seq is passed through for the caller to judge.
 func (l *Log) Scan(from, to uint64, fn func(*Event) error) error {
+	return l.scanRaw(context.Background(), from, to, func(seq uint64, raw []byte) error {
+		ev, err := decodeStored(slices.Clone(raw))
+		if err != nil {
+			return chainErr(ErrBrokenChain, seq, "%v", err)
+		}
+		return fn(ev)
+	})
+}
+
+// scanRaw calls fn with the stored bytes of each event with from ≤ seq ≤ to, in
+// seq order, without decoding them; raw is valid only during the call. It stops
+// with ctx's error once ctx is done.
+func (l *Log) scanRaw(ctx context.Context, from, to uint64, fn func(seq uint64, raw []byte) error) error {
 	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: eventKey(from), UpperBound: eventKey(to + 1)})
 	if err != nil {
 		return err
 	}
 	defer it.Close()
 	for valid := it.First(); valid; valid = it.Next() {
-		ev, err := decodeStored(slices.Clone(it.Value()))
-		if err != nil {
-			return chainErr(ErrBrokenChain, u64(it.Key()[1:]), "%v", err)
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		if err := fn(ev); err != nil {
+		raw, err := it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("read event %d: %w", u64(it.Key()[1:]), err)
+		}
+		if err := fn(u64(it.Key()[1:]), raw); err != nil {
 			return err
 		}
 	}
@@ -91,11 +108,40 @@ func ValidTypeFilter(s string) bool {
 
 var typeFilterPrefix = regexp.MustCompile(`^[a-z0-9_]+(\.[a-z0-9_]+)*$`)
 
-// Query returns up to q.Limit matching events, oldest first, and the number of all
-// matches. Both come from one consistent view of the durable chain. since= is a seek
-// in the timestamp index and type= a seek in the type index; the total is computed
-// from stored ordinals, not counted.
+// Query returns up to q.Limit matching events, decoded, oldest first, and the
+// number of all matches; see QueryRaw, which it is built on. Serving code uses
+// QueryRaw and never decodes.
 func (l *Log) Query(q Query) ([]Event, uint64, error) {
+	var events []Event
+	total, err := l.QueryRaw(context.Background(), q, func(seq uint64, raw []byte) (bool, error) {
+		ev, err := decodeStored(slices.Clone(raw))
+		if err != nil {
+			return false, chainErr(ErrBrokenChain, seq, "%v", err)
+		}
+		events = append(events, *ev)
+		return true, nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return events, total, nil
+}
+
+// QueryRaw calls fn with the stored bytes of up to q.Limit matching events,
+// oldest first, and returns the number of all matches. The bytes are the served
+// form (doc.go) and are never decoded here: raw is Pebble's own buffer, valid only
+// during the call, and fn must neither keep nor modify it. fn returns false to
+// stop early (a page that is full), or an error, which QueryRaw returns. Before
+// each event QueryRaw checks ctx and stops with its error once it is done, so a
+// request that has timed out or lost its client stops reading the store.
+//
+// The total is known before the first event and is computed from the index, not
+// counted; it holds even when fn stops early. Everything comes from one Pebble
+// iterator, so one consistent view of the durable chain: since= is one seek in the
+// timestamp index, then the events are read in order from the event key space
+// (seq is contiguous). type= reads the type index for the total (two seeks per
+// type, from stored ordinals) and the matching seqs, then seeks each event.
+func (l *Log) QueryRaw(ctx context.Context, q Query, fn func(seq uint64, raw []byte) (bool, error)) (uint64, error) {
 	l.mu.RLock()
 	end := l.tip.Seq
 	var types []string
@@ -115,87 +161,132 @@ func (l *Log) Query(q Query) ([]Event, uint64, error) {
 	if q.Until > 0 && q.Until < end {
 		end = q.Until
 	}
+	if q.Limit < 0 || q.Type != "" && len(types) == 0 {
+		return 0, nil
+	}
+	// The iterator is created after the tip was read, so it sees every event up to
+	// end: the committer publishes a tip only once its batch is applied.
+	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: []byte{spaceTime}, UpperBound: []byte{spaceTime + 1}})
+	if err != nil {
+		return 0, fmt.Errorf("query events: %w", err)
+	}
+	defer it.Close()
 
 	start := uint64(1)
 	if !q.Since.IsZero() {
-		var err error
-		if start, err = l.seqAfter(q.Since.UnixMicro(), end); err != nil {
-			return nil, 0, err
+		if start, err = seqAfter(it, q.Since.UnixMicro(), end); err != nil {
+			return 0, fmt.Errorf("query events: %w", err)
 		}
 	}
-	if start > end || q.Limit < 0 {
-		return nil, 0, nil
+	if start > end {
+		return 0, nil
 	}
 	if q.Type == "" {
 		total := end - start + 1
 		if q.Limit == 0 {
-			return nil, total, nil
+			return total, nil
 		}
 		last := min(end, start+uint64(q.Limit)-1)
-		events := make([]Event, 0, last-start+1)
-		err := l.Scan(start, last, func(ev *Event) error { events = append(events, *ev); return nil })
-		return events, total, err
+		it.SetBounds(eventKey(start), eventKey(last+1))
+		for valid := it.First(); valid; valid = it.Next() {
+			if more, err := emit(ctx, it, fn); err != nil || !more {
+				return total, err
+			}
+		}
+		if err := it.Error(); err != nil {
+			return total, fmt.Errorf("query events: %w", err)
+		}
+		return total, nil
 	}
+
 	var total uint64
 	var seqs []uint64
 	for _, t := range types {
-		n, s, err := l.typeMatches(t, start, end, q.Limit)
+		n, err := typeMatches(it, t, start, end, q.Limit, &seqs)
 		if err != nil {
-			return nil, 0, err
+			return 0, fmt.Errorf("query events: %w", err)
 		}
 		total += n
-		seqs = append(seqs, s...)
 	}
-	slices.Sort(seqs)
+	if len(types) > 1 {
+		slices.Sort(seqs)
+	}
 	if len(seqs) > q.Limit {
 		seqs = seqs[:q.Limit]
 	}
-	events := make([]Event, 0, len(seqs))
-	for _, s := range seqs {
-		ev, err := l.readEvent(s)
-		if err != nil {
-			return nil, 0, err
-		}
-		events = append(events, *ev)
+	if len(seqs) == 0 {
+		return total, nil
 	}
-	return events, total, nil
+	it.SetBounds(eventKey(seqs[0]), eventKey(seqs[len(seqs)-1]+1))
+	valid, at := false, uint64(0)
+	for _, seq := range seqs {
+		// A near match is reached by stepping, which is cheaper than a seek;
+		// a far one by a seek.
+		if valid && seq > at && seq-at <= maxStep {
+			for valid && at < seq {
+				if valid = it.Next(); valid {
+					at = u64(it.Key()[1:])
+				}
+			}
+		} else if valid = it.SeekGE(eventKey(seq)); valid {
+			at = u64(it.Key()[1:])
+		}
+		if !valid || at != seq {
+			if err := it.Error(); err != nil {
+				return total, fmt.Errorf("query events: %w", err)
+			}
+			return total, fmt.Errorf("query events: indexed event %d: %w", seq, ErrNotFound)
+		}
+		if more, err := emit(ctx, it, fn); err != nil || !more {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
-// typeMatches counts the events of typ with start ≤ seq ≤ end and returns the
-// first limit of their seqs. Each type index entry holds the event's ordinal
-// within its type, so the count is the last ordinal in range minus the first,
-// plus one: two seeks, whatever the number of matches.
-func (l *Log) typeMatches(typ string, start, end uint64, limit int) (uint64, []uint64, error) {
-	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: typeKey(typ, start), UpperBound: typeKey(typ, end+1)})
-	if err != nil {
-		return 0, nil, err
+// maxStep is how far QueryRaw steps through events that do not match a type
+// filter before it seeks instead.
+const maxStep = 16
+
+// emit passes the event under it to fn, after checking ctx.
+func emit(ctx context.Context, it *pebble.Iterator, fn func(uint64, []byte) (bool, error)) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
 	}
-	defer it.Close()
+	seq := u64(it.Key()[1:])
+	raw, err := it.ValueAndErr()
+	if err != nil {
+		return false, fmt.Errorf("read event %d: %w", seq, err)
+	}
+	return fn(seq, raw)
+}
+
+// typeMatches counts the events of typ with start ≤ seq ≤ end and appends the
+// first limit of their seqs to seqs. Each type index entry holds the event's
+// ordinal within its type, so the count is the last ordinal in range minus the
+// first, plus one: two seeks, whatever the number of matches.
+func typeMatches(it *pebble.Iterator, typ string, start, end uint64, limit int, seqs *[]uint64) (uint64, error) {
+	it.SetBounds(typeKey(typ, start), typeKey(typ, end+1))
 	if !it.Last() {
-		return 0, nil, it.Error()
+		return 0, it.Error()
 	}
 	lastOrdinal := u64(it.Value())
 	it.First()
 	total := lastOrdinal - u64(it.Value()) + 1
-	var seqs []uint64
-	for valid := true; valid && len(seqs) < limit; valid = it.Next() {
+	for n, valid := 0, true; valid && n < limit; n, valid = n+1, it.Next() {
 		k := it.Key()
-		seqs = append(seqs, u64(k[len(k)-8:]))
+		*seqs = append(*seqs, u64(k[len(k)-8:]))
 	}
-	return total, seqs, it.Error()
+	return total, it.Error()
 }
 
 // seqAfter returns the seq of the first event with a timestamp after micros, or
-// tip+1 if there is none.
-func (l *Log) seqAfter(micros int64, tip uint64) (uint64, error) {
+// tip+1 if there is none. it is repositioned over the timestamp index.
+func seqAfter(it *pebble.Iterator, micros int64, tip uint64) (uint64, error) {
 	if micros < 0 {
 		return 1, nil
 	}
-	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: timeKey(micros + 1), UpperBound: []byte{spaceTime + 1}})
-	if err != nil {
-		return 0, err
-	}
-	defer it.Close()
+	it.SetBounds(timeKey(micros+1), []byte{spaceTime + 1})
 	if !it.First() {
 		return tip + 1, it.Error()
 	}

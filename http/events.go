@@ -1,7 +1,6 @@
 package http
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -15,6 +14,17 @@ import (
 // {"events":[…],"total":N}, oldest first; total counts every match before limit.
 // Paging with since=<timestamp of the last event seen> visits each event once,
 // because timestamps strictly increase along the chain.
+//
+// A page also ends at the server's byte budget (Options.PageBytes), after fewer
+// than limit events; it then carries PageTruncatedHeader and the body is framed
+// as always, so a client that pages by since= and total needs nothing new. One
+// event larger than the budget is still served, alone on its page.
+//
+// Events are written as stored, straight from the store's iterator into the
+// response: encoding/json would re-encode them (it escapes <, > and &, which RFC
+// 8785 does not), and a client verifying signatures needs the bytes that were
+// signed. The loop stops with the request's context, and on the first failed
+// write (a handler past its timeout writes nowhere).
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	q := r.URL.Query()
 	limit, err := queryLimit(q)
@@ -29,40 +39,40 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, _ httprout
 	if err != nil {
 		return err
 	}
-	events, total, err := s.log.Query(eventlog.Query{Since: since, Type: typ, Limit: limit})
-	if err != nil {
-		return fmt.Errorf("query events: %w", err)
-	}
-	body, err := eventsBody(events, total)
-	if err != nil {
+	ctx := r.Context()
+	setJSONHeaders(w.Header())
+	if _, err := w.Write(eventsOpen); err != nil {
 		return err
 	}
-	writeBody(w, http.StatusOK, body)
-	return nil
+	page := newListWriter(w, s.pageBytes, len(eventsOpen), eventsCloseMax)
+	total, err := s.log.QueryRaw(ctx, eventlog.Query{Since: since, Type: typ, Limit: limit}, func(seq uint64, raw []byte) (bool, error) {
+		if s.eventsProgress != nil {
+			s.eventsProgress(ctx, seq)
+		}
+		return page.add(raw)
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			// Timed out or the client went away; a failed write is only a symptom.
+			return ctx.Err()
+		}
+		return fmt.Errorf("query events: %w", err)
+	}
+	if page.full {
+		// Timed handlers write into a buffer that is sent only once they return
+		// (timeout.go), so a header set after the body still goes out.
+		w.Header().Set(PageTruncatedHeader, "true")
+	}
+	closing := make([]byte, 0, eventsCloseMax)
+	closing = append(closing, `],"total":`...)
+	closing = strconv.AppendUint(closing, total, 10)
+	closing = append(closing, "}\n"...)
+	_, err = w.Write(closing)
+	return err
 }
 
-// eventsBody frames the events' stored bytes by hand. Passing them through
-// encoding/json would re-encode them (it escapes <, > and &, which RFC 8785 does
-// not), and a client verifying signatures needs the bytes that were signed.
-func eventsBody(events []eventlog.Event, total uint64) ([]byte, error) {
-	size := 32
-	for i := range events {
-		size += len(events[i].Raw()) + 1
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, size))
-	buf.WriteString(`{"events":[`)
-	for i := range events {
-		raw := events[i].Raw()
-		if len(raw) == 0 {
-			return nil, fmt.Errorf("event %d has no stored form", events[i].Seq)
-		}
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		buf.Write(raw)
-	}
-	buf.WriteString(`],"total":`)
-	buf.WriteString(strconv.FormatUint(total, 10))
-	buf.WriteString("}\n")
-	return buf.Bytes(), nil
-}
+var eventsOpen = []byte(`{"events":[`)
+
+// eventsCloseMax is the longest closing of an events page: `],"total":`, 20
+// digits and "}\n".
+const eventsCloseMax = len(`],"total":`) + 20 + len("}\n")

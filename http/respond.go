@@ -3,6 +3,7 @@ package http
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 )
 
@@ -45,3 +46,54 @@ func writeBody(w http.ResponseWriter, status int, body []byte) {
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
+
+// PageTruncatedHeader is set to "true" on a list response whose byte budget
+// (Options.PageBytes) ended the page before its limit. The body is unchanged: a
+// client continues from the last item it got, exactly as after a full page.
+const PageTruncatedHeader = "X-Civnode-Page-Truncated"
+
+// listWriter writes the items of a list response to w, each separated by a comma,
+// and ends the page at a byte budget: an item that would take the body over the
+// budget is not written, so a page never holds a cut item, and the first item is
+// always written, so a page makes progress even when one item alone is over the
+// budget. The caller writes the body's opening before the first item and its
+// closing after the last.
+type listWriter struct {
+	w      io.Writer
+	budget int  // bytes left for items and their separators
+	items  int  // items written
+	full   bool // an item was refused
+}
+
+// newListWriter budgets a body of at most budget bytes, of which the opening
+// (written by the caller) takes open bytes and the closing at most closeMax.
+func newListWriter(w io.Writer, budget, open, closeMax int) *listWriter {
+	return &listWriter{w: w, budget: budget - open - closeMax}
+}
+
+// add writes item if it fits. It returns false once the page is full, and a
+// write error as is (the client has gone or the handler timed out), so a loop
+// over records stops on either.
+func (p *listWriter) add(item []byte) (bool, error) {
+	size := len(item)
+	if p.items > 0 {
+		size++ // the comma
+	}
+	if p.items > 0 && size > p.budget {
+		p.full = true
+		return false, nil
+	}
+	if p.items > 0 {
+		if _, err := p.w.Write(comma); err != nil {
+			return false, err
+		}
+	}
+	if _, err := p.w.Write(item); err != nil {
+		return false, err
+	}
+	p.budget -= size
+	p.items++
+	return true, nil
+}
+
+var comma = []byte{','}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -29,6 +30,10 @@ type Options struct {
 	Logger         *slog.Logger  // default slog.Default()
 	BodyLimit      int64         // default 1 MiB → 413 body_too_large
 	HandlerTimeout time.Duration // default 10s, for every non-streaming handler
+	// PageBytes is the byte budget of one page of a list response (default
+	// DefaultPageBytes): a page ends before the item that would take its body
+	// over it, though never before its first item. See docs/limits.md.
+	PageBytes int
 
 	// Identity runs the identity commands and signs the node's binding proof;
 	// Identities is the identity read model (fed by OnCommit). Set both or
@@ -57,8 +62,15 @@ type Options struct {
 	GameState *projections.Game
 }
 
-// Defaults and the server's own limits. Reads are bounded so a slow client cannot
-// hold a connection; writes are bounded per export write, not per response.
+// DefaultPageBytes is the default of Options.PageBytes: 4 MiB bounds the memory
+// of one list response (times the concurrent requests) while a page of limit=1000
+// typical events (a few hundred bytes each) stays whole.
+const DefaultPageBytes = 4 << 20
+
+// Defaults and the server's own limits; docs/limits.md lists them all. Reads are
+// bounded so a slow client cannot hold a connection. Writes are bounded per
+// response for timed routes (the client has responseWriteTimeout to take a
+// response once it is ready) and per write for the export, which may run long.
 const (
 	defaultBodyLimit      = 1 << 20
 	defaultHandlerTimeout = 10 * time.Second
@@ -66,6 +78,7 @@ const (
 	readTimeout           = 30 * time.Second
 	idleTimeout           = 2 * time.Minute
 	maxHeaderBytes        = 64 << 10
+	responseWriteTimeout  = 30 * time.Second
 	exportWriteIdle       = 30 * time.Second
 	shutdownGrace         = 10 * time.Second
 )
@@ -77,6 +90,7 @@ type Server struct {
 	governs        []string
 	bodyLimit      int64
 	handlerTimeout time.Duration
+	pageBytes      int
 	auth           *authenticator
 	tokens         Tokens
 	identity       *commands.Identity
@@ -91,9 +105,21 @@ type Server struct {
 
 	// Server limits, fields so tests can shorten them.
 	readTimeout     time.Duration
+	writeTimeout    time.Duration // responseWriteTimeout
 	exportWriteIdle time.Duration
+	// handlers counts the handler goroutines withTimeout runs, which may outlive
+	// their request once abandoned: Serve waits for them, so that the caller does
+	// not close the log under a handler still reading it.
+	handlers sync.WaitGroup
+
 	// exportProgress, if set, is called after each event an export writes (tests).
 	exportProgress func(seq uint64)
+	// eventsProgress, if set, is called with each event GET /v1/events reads
+	// from the store, before it is written (tests).
+	eventsProgress func(ctx context.Context, seq uint64)
+	// responseSent, if set, is called once a timed handler's buffered response
+	// has been copied to the client, with the write's error (tests).
+	responseSent func(err error)
 }
 
 // New builds the server and its routes. It panics without a Log, which is a wiring
@@ -113,6 +139,9 @@ func New(opts Options) *Server {
 	}
 	if opts.HandlerTimeout <= 0 {
 		opts.HandlerTimeout = defaultHandlerTimeout
+	}
+	if opts.PageBytes <= 0 {
+		opts.PageBytes = DefaultPageBytes
 	}
 	if opts.Catalog == nil {
 		opts.Catalog = catalog.Default()
@@ -136,6 +165,7 @@ func New(opts Options) *Server {
 		governs:         slices.Clone(opts.Governs),
 		bodyLimit:       opts.BodyLimit,
 		handlerTimeout:  opts.HandlerTimeout,
+		pageBytes:       opts.PageBytes,
 		auth:            newAuthenticator(opts.OwnerToken, opts.Governs, opts.Tokens, opts.Log, logger, rate.NewLimiter(authAuditRate, authAuditBurst)),
 		tokens:          opts.Tokens,
 		identity:        opts.Identity,
@@ -146,6 +176,7 @@ func New(opts Options) *Server {
 		game:            opts.Game,
 		gameState:       opts.GameState,
 		readTimeout:     readTimeout,
+		writeTimeout:    responseWriteTimeout,
 		exportWriteIdle: exportWriteIdle,
 	}
 	s.router = httprouter.New()
@@ -228,6 +259,11 @@ const (
 func (s *Server) handle(method, path string, h handler, flags routeFlags) {
 	next := func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		if err := h(w, r, ps); err != nil {
+			if tw, ok := w.(*timeoutWriter); ok {
+				// Whatever the handler wrote before it failed has not been sent;
+				// the error is the whole answer.
+				tw.discard()
+			}
 			s.writeError(w, r, err)
 		}
 	}
@@ -294,6 +330,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve http: %w", err)
+	}
+	// Abandoned handlers stop at their context's end, which has passed; wait
+	// for the last of them to leave the store.
+	left := make(chan struct{})
+	go func() { s.handlers.Wait(); close(left) }()
+	select {
+	case <-left:
+	case <-sctx.Done():
+		s.logger.Warn("handlers still running after the shutdown grace period")
 	}
 	return nil
 }

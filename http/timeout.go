@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -16,16 +18,26 @@ import (
 // answers 503 "timeout" when it does, without waiting for next: a handler stuck in
 // something that ignores its context must not hold the client. next writes into a
 // buffer that is copied out only if it finishes in time, so the two answers never
-// mix. Responses of these handlers are bounded (limit ≤ 1000), so buffering is cheap.
+// mix. Buffering is bounded: list responses end at the page byte budget
+// (Options.PageBytes), and an abandoned handler's buffer is dropped at once and
+// its later writes fail, so a loop over records stops on them if not on the
+// context.
+//
+// Copying out runs under a write deadline of writeTimeout (responseWriteTimeout),
+// set once the response is ready: a client that does not read is dropped then,
+// which frees the response and the connection. A timed request therefore holds a
+// connection for at most the handler timeout plus the write timeout.
 func (s *Server) withTimeout(next httprouter.Handle) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		ctx, cancel := context.WithTimeout(r.Context(), s.handlerTimeout)
 		defer cancel()
 		r = r.WithContext(ctx)
-		tw := &timeoutWriter{h: make(http.Header)}
+		tw := &timeoutWriter{h: make(http.Header), buf: getBuffer()}
 		done := make(chan struct{})
 		panicked := make(chan *handlerPanic, 1)
+		s.handlers.Add(1)
 		go func() {
+			defer s.handlers.Done()
 			defer func() {
 				if v := recover(); v != nil {
 					s.handOverPanic(tw, panicked, newHandlerPanic(v), r)
@@ -39,13 +51,13 @@ func (s *Server) withTimeout(next httprouter.Handle) httprouter.Handle {
 			// Re-raised here so the router's panic handler answers on this goroutine.
 			panic(p)
 		case <-done:
-			tw.copyTo(w)
+			s.sendBuffered(w, tw)
 		case <-ctx.Done():
 			tw.mu.Lock()
 			select {
 			case <-done: // finished just in time; its answer wins
 				tw.mu.Unlock()
-				tw.copyTo(w)
+				s.sendBuffered(w, tw)
 				return
 			case p := <-panicked:
 				tw.mu.Unlock()
@@ -53,10 +65,32 @@ func (s *Server) withTimeout(next httprouter.Handle) httprouter.Handle {
 			default:
 			}
 			tw.abandoned = true
+			putBuffer(tw.buf)
+			tw.buf = nil
 			tw.mu.Unlock()
+			s.setWriteDeadline(w)
 			s.writeError(w, r, ctx.Err())
 		}
 	}
+}
+
+// sendBuffered copies a finished handler's response to the client under the
+// write deadline and recycles the buffer.
+func (s *Server) sendBuffered(w http.ResponseWriter, tw *timeoutWriter) {
+	s.setWriteDeadline(w)
+	err := tw.copyTo(w)
+	putBuffer(tw.buf)
+	tw.buf = nil
+	if s.responseSent != nil {
+		s.responseSent(err)
+	}
+}
+
+// setWriteDeadline bounds the writes of the rest of this response. A write that
+// misses it fails, and net/http then closes the connection.
+func (s *Server) setWriteDeadline(w http.ResponseWriter) {
+	// ErrNotSupported (a recorder in tests) has no connection to bound.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.writeTimeout))
 }
 
 // handOverPanic passes a handler's panic to the request goroutine, or, if that has
@@ -74,19 +108,22 @@ func (s *Server) handOverPanic(tw *timeoutWriter, to chan<- *handlerPanic, p *ha
 		slog.String("panic", fmt.Sprint(p.value)), slog.String("stack", string(p.stack)))
 }
 
-// timeoutWriter is the buffer a timed handler writes into.
+// timeoutWriter is the buffer a timed handler writes into. Nothing reaches the
+// client before the handler returns, so a handler may still set headers after
+// writing its body.
 type timeoutWriter struct {
 	mu        sync.Mutex
 	h         http.Header
-	buf       bytes.Buffer
+	buf       *bytes.Buffer // nil once abandoned
 	status    int
 	abandoned bool // the client has been answered; later writes go nowhere
 }
 
 func (tw *timeoutWriter) Header() http.Header { return tw.h }
 
-// copyTo sends the buffered response; the handler has returned.
-func (tw *timeoutWriter) copyTo(w http.ResponseWriter) {
+// copyTo sends the buffered response; the handler has returned. The body's length
+// is known, so it goes out with a Content-Length rather than chunked.
+func (tw *timeoutWriter) copyTo(w http.ResponseWriter) error {
 	dst := w.Header()
 	for k, vv := range tw.h {
 		dst[k] = vv
@@ -94,8 +131,21 @@ func (tw *timeoutWriter) copyTo(w http.ResponseWriter) {
 	if tw.status == 0 {
 		tw.status = http.StatusOK
 	}
+	if bodyAllowed(tw.status) && dst.Get("Content-Length") == "" {
+		dst.Set("Content-Length", strconv.Itoa(tw.buf.Len()))
+	}
 	w.WriteHeader(tw.status)
-	_, _ = w.Write(tw.buf.Bytes())
+	if tw.buf.Len() == 0 {
+		return nil
+	}
+	_, err := w.Write(tw.buf.Bytes())
+	return err
+}
+
+// bodyAllowed reports whether a response with status may carry a body (RFC 9110
+// §6.4.1).
+func bodyAllowed(status int) bool {
+	return status >= 200 && status != http.StatusNoContent && status != http.StatusNotModified
 }
 
 func (tw *timeoutWriter) WriteHeader(status int) {
@@ -116,6 +166,35 @@ func (tw *timeoutWriter) Write(p []byte) (int, error) {
 		tw.status = http.StatusOK
 	}
 	return tw.buf.Write(p)
+}
+
+// discard drops the status and body written so far, for a handler that failed
+// after starting its answer; headers stay.
+func (tw *timeoutWriter) discard() {
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	if tw.abandoned {
+		return
+	}
+	tw.status = 0
+	tw.buf.Reset()
+}
+
+// Response buffers are recycled, so that serving a page does not grow a fresh
+// buffer from nothing each time. Large ones (a page near its byte budget) are
+// left to the garbage collector rather than kept for the next small page.
+var bufferPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledBuffer = 256 << 10
+
+func getBuffer() *bytes.Buffer { return bufferPool.Get().(*bytes.Buffer) }
+
+func putBuffer(b *bytes.Buffer) {
+	if b == nil || b.Cap() > maxPooledBuffer {
+		return
+	}
+	b.Reset()
+	bufferPool.Put(b)
 }
 
 // handlerPanic carries a panic and the stack where it happened across goroutines,
