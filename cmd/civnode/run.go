@@ -97,6 +97,7 @@ subcommands verify, export and replay that chain.`,
 		m.newReplayCommand(g),
 		m.newTokenCommand(g),
 		m.newVersionCommand(),
+		m.newBenchCommand(g),
 	)
 	return root
 }
