@@ -12,8 +12,8 @@ import (
 // projection fed by eventlog.Options.OnSequenced, which has seen every decision
 // made before.
 type GameReader interface {
-	StarterInstalled() bool
-	PackInstalled(packID string) bool
+	StarterInstalled() (bool, error)
+	PackInstalled(packID string) (bool, error)
 }
 
 // GameOptions configures NewGame. Log, Mission and Game are required.

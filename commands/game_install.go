@@ -29,7 +29,7 @@ type InstallResult struct {
 type gameSet struct {
 	name      string // for error messages: "starter set", "mission pack genesis-expansion"
 	templates []catalog.MissionTemplate
-	installed func() bool // inside a decision: is the set installed already?
+	installed func() (bool, error) // inside a decision: is the set installed already?
 	// record builds the set's installed event payload.
 	record func(subnet, installedBy string, templateIDs, missionIDs []string) any
 	typ    string
@@ -75,8 +75,8 @@ func (g *Game) install(ctx context.Context, a Actor, set gameSet) (InstallResult
 		return InstallResult{}, fmt.Errorf("encode %s: %w", set.typ, err)
 	}
 	evs, err := g.log.Decide(ctx, func() ([]eventlog.Draft, error) {
-		if set.installed() {
-			return nil, nil
+		if done, err := set.installed(); err != nil || done {
+			return nil, err
 		}
 		out := make([]eventlog.Draft, 0, len(drafts)+1)
 		for _, d := range drafts {

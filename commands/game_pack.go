@@ -15,7 +15,7 @@ func (g *Game) InstallMissionPack(ctx context.Context, a Actor, _ InstallInput) 
 	return g.install(ctx, a, gameSet{
 		name:      "mission pack " + pack.ID,
 		templates: g.catalog.PackTemplates(pack.ID),
-		installed: func() bool { return g.game.PackInstalled(pack.ID) },
+		installed: func() (bool, error) { return g.game.PackInstalled(pack.ID) },
 		typ:       events.TypeGameMissionPackInstalled,
 		record: func(subnet, by string, templateIDs, missionIDs []string) any {
 			return events.MissionPackInstalled{CatalogVersion: g.catalog.Version, PackID: pack.ID, SubnetID: subnet,

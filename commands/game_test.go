@@ -2,10 +2,8 @@ package commands_test
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"slices"
 	"testing"
 
@@ -18,13 +16,12 @@ import (
 	"github.com/civnode/civnode/projections"
 )
 
-// gameNode is a node wired as cmd wires it, with the missions and the game:
-// read models fed by OnCommit, decision models by OnSequenced, the commands
-// over the decision models.
+// gameNode is a node wired as cmd wires it (core.Open), with the missions and
+// the game: durable queries, and the commands over the decision views.
 type gameNode struct {
 	log      *eventlog.Log
-	missions *projections.Missions // read
-	game     *projections.Game     // read
+	missions *projections.Missions // durable
+	game     *projections.Game     // durable
 	mission  *commands.Mission
 	install  *commands.Game
 }
@@ -33,35 +30,14 @@ type gameNode struct {
 // factions and whose game installs from gameCat (nil: the built-in catalog).
 func newGameNode(t *testing.T, missionCat, gameCat *catalog.Catalog) *gameNode {
 	t.Helper()
-	ids, idsD := projections.NewIdentities(), projections.NewIdentities()
-	mD, gD := projections.NewMissionDecisions(), projections.NewGame()
-	n := &gameNode{missions: projections.NewMissions(), game: projections.NewGame()}
-	l, err := eventlog.Open(eventlog.Options{InMemory: true, Key: ed25519.NewKeyFromSeed(nodeSeed),
-		Logger: slog.New(slog.DiscardHandler),
-		OnCommit: func(evs []eventlog.Event) {
-			ids.ApplyEvents(evs)
-			n.missions.ApplyEvents(evs)
-			n.game.ApplyEvents(evs)
-		},
-		OnSequenced: func(evs []eventlog.Event) {
-			idsD.ApplyEvents(evs)
-			mD.ApplyEvents(evs)
-			gD.ApplyEvents(evs)
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	n.log = l
-	if err := projections.Rebuild(context.Background(), l, ids, idsD, n.missions, mD, n.game, gD); err != nil {
-		t.Fatal(err)
-	}
-	if n.mission, err = commands.NewMission(commands.MissionOptions{Log: l, Missions: mD,
-		Identities: idsD, Profiles: idsD, Catalog: missionCat}); err != nil {
-		t.Fatal(err)
-	}
-	if n.install, err = commands.NewGame(commands.GameOptions{Log: l, Mission: n.mission, Game: gD, Catalog: gameCat}); err != nil {
-		t.Fatal(err)
+	c := openCore(t, missionCat)
+	n := &gameNode{log: c.Log, missions: c.Missions, game: c.GameState, mission: c.Mission, install: c.Game}
+	if gameCat != missionCat {
+		var err error
+		if n.install, err = commands.NewGame(commands.GameOptions{Log: c.Log, Mission: c.Mission,
+			Game: c.GameState.Decisions(), Catalog: gameCat}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return n
 }
@@ -126,7 +102,7 @@ func TestInstallPublishesThroughTheMissionRules(t *testing.T) {
 				if wantJSON := canonicalJSON(t, want); string(ev.Payload) != wantJSON {
 					t.Errorf("template %s published as\n %s\nwant\n %s", tpl.ID, ev.Payload, wantJSON)
 				}
-				if rec, ok := n.missions.Mission(got.MissionID); !ok || rec.State != "created" || rec.ZoneID != nil {
+				if rec, ok := found(n.missions.Mission(got.MissionID)); !ok || rec.State != "created" || rec.ZoneID != nil {
 					t.Errorf("mission %s: %+v, %v", got.MissionID, rec, ok)
 				}
 				missionIDs, templateIDs = append(missionIDs, got.MissionID), append(templateIDs, tpl.ID)
@@ -189,7 +165,7 @@ func TestInstallRefusals(t *testing.T) {
 		_, err = n.install.InstallMissionPack(ctx, a, commands.InstallInput{})
 		(&idNode{log: n.log}).refused(t, err, tip, commands.KindForbidden, "forbidden", "")
 	}
-	if n.game.StarterInstalled() || len(n.game.Packs()) != 0 {
+	if must(n.game.StarterInstalled()) || len(must(n.game.Packs())) != 0 {
 		t.Error("a refused install was recorded")
 	}
 }
@@ -221,7 +197,7 @@ func TestInstallAppliesTheMissionRules(t *testing.T) {
 	if err == nil || errors.As(err, &ce) {
 		t.Fatalf("err = %v, want an internal error", err)
 	}
-	if n.log.Tip().Seq != tip || n.missions.Count() != 0 || n.game.StarterInstalled() {
+	if n.log.Tip().Seq != tip || must(n.missions.Count()) != 0 || must(n.game.StarterInstalled()) {
 		t.Errorf("a failed install appended: tip %d → %d", tip, n.log.Tip().Seq)
 	}
 }

@@ -17,15 +17,15 @@ import (
 // eventlog.Log.Decide, so it must be a decision model: a projection fed by
 // eventlog.Options.OnSequenced, which has seen every decision made before.
 type IdentityReader interface {
-	IdentityByDID(did string) (events.IdentityRef, bool)
-	IdentityBySlug(publicID string) (events.IdentityRef, bool)
+	IdentityByDID(did string) (events.IdentityRef, bool, error)
+	IdentityBySlug(publicID string) (events.IdentityRef, bool, error)
 }
 
 // ControllerReader finds who is actively bound to a controller. Like
 // IdentityReader it must be a decision model.
 type ControllerReader interface {
 	// ActiveBindingsByRef returns the active bindings whose controller_ref is ref.
-	ActiveBindingsByRef(ref string) []events.ControllerBindingUpdated
+	ActiveBindingsByRef(ref string) ([]events.ControllerBindingUpdated, error)
 }
 
 // IdentityOptions configures NewIdentity. Every field but Rand and Catalog is
@@ -96,7 +96,10 @@ func (c *Identity) NodeDID() string { return c.log.NodeDID() }
 // lookup finds the identity named by agentDID in the decision model and checks
 // that a may act for it: 404 identity_not_found, then 403 forbidden.
 func (c *Identity) lookup(a Actor, agentDID string) (events.IdentityRef, error) {
-	id, ok := c.ids.IdentityByDID(agentDID)
+	id, ok, err := c.ids.IdentityByDID(agentDID)
+	if err != nil {
+		return events.IdentityRef{}, err
+	}
 	if !ok {
 		return events.IdentityRef{}, NotFound("identity_not_found", "agent_did", "no identity has agent_did %s", agentDID)
 	}

@@ -34,7 +34,11 @@ func (c *Identity) UpdateControllerBinding(ctx context.Context, a Actor, in Cont
 			return nil, err
 		}
 		if b.Active {
-			for _, other := range c.controllers.ActiveBindingsByRef(b.ControllerRef) {
+			others, err := c.controllers.ActiveBindingsByRef(b.ControllerRef)
+			if err != nil {
+				return nil, err
+			}
+			for _, other := range others {
 				if other.AgentDID != b.AgentDID &&
 					(other.OwnershipScope == events.ScopeExclusive || b.OwnershipScope == events.ScopeExclusive) {
 					return nil, Conflict("controller_ref_taken", "controller_ref",

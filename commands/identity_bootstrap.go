@@ -67,16 +67,23 @@ func (c *Identity) Bootstrap(ctx context.Context, a Actor, in BootstrapInput) (B
 	}
 	var slug string
 	evs, err := c.log.Decide(ctx, func() ([]eventlog.Draft, error) {
-		if _, taken := c.ids.IdentityByDID(did); taken {
+		if _, taken, err := c.ids.IdentityByDID(did); err != nil {
+			return nil, err
+		} else if taken {
 			return nil, errDIDCollision
 		}
 		if in.PublicID != nil {
 			slug = *in.PublicID
-			if _, taken := c.ids.IdentityBySlug(slug); taken {
+			if _, taken, err := c.ids.IdentityBySlug(slug); err != nil {
+				return nil, err
+			} else if taken {
 				return nil, Conflict("slug_taken", "public_id", "public_id %s is taken", slug)
 			}
 		} else {
-			slug = c.freeSlug(slugBase(in.DisplayName))
+			var err error
+			if slug, err = c.freeSlug(slugBase(in.DisplayName)); err != nil {
+				return nil, err
+			}
 		}
 		return []eventlog.Draft{
 			{Type: events.TypeIdentityBootstrapped, Payload: events.IdentityBootstrapped{
@@ -93,11 +100,11 @@ func (c *Identity) Bootstrap(ctx context.Context, a Actor, in BootstrapInput) (B
 
 // freeSlug returns the first candidate for base that no identity holds. It runs
 // inside a decision, where the model cannot change underneath it.
-func (c *Identity) freeSlug(base string) string {
+func (c *Identity) freeSlug(base string) (string, error) {
 	for i := 1; ; i++ {
 		s := slugCandidate(base, i)
-		if _, taken := c.ids.IdentityBySlug(s); !taken {
-			return s
+		if _, taken, err := c.ids.IdentityBySlug(s); err != nil || !taken {
+			return s, err
 		}
 	}
 }

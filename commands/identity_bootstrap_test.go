@@ -154,8 +154,8 @@ func TestConcurrentBootstrapsOfOneSlug(t *testing.T) {
 			t.Errorf("unexpected error %v", err)
 		}
 	}
-	if ok != 1 || n.read.Count() != 1 {
-		t.Fatalf("%d bootstraps succeeded and %d identities exist, want exactly 1", ok, n.read.Count())
+	if count := must(n.read.Count()); ok != 1 || count != 1 {
+		t.Fatalf("%d bootstraps succeeded and %d identities exist, want exactly 1", ok, count)
 	}
 	// Generated slugs under contention stay unique too.
 	errs = make([]error, clients)

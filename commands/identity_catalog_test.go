@@ -42,7 +42,7 @@ func TestIdentityVocabularyFromCatalog(t *testing.T) {
 	}
 	n := newIDNode(t)
 	custom, err := commands.NewIdentity(commands.IdentityOptions{Log: n.log, NodeKey: n.key,
-		Identities: n.decide, Controllers: n.decide, Catalog: cat})
+		Identities: n.read.Decisions(), Controllers: n.read.Decisions(), Catalog: cat})
 	if err != nil {
 		t.Fatal(err)
 	}

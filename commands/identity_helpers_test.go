@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/commands"
+	"github.com/civnode/civnode/commands/catalog"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/projections"
 )
@@ -24,38 +26,33 @@ func agentActor(did string) commands.Actor {
 	return commands.Actor{TokenID: "agent", Kind: commands.ActorAgent, AgentDID: did}
 }
 
-// idNode is a node wired as cmd wires it: a real in-memory log, the read model fed
-// by OnCommit and the decision model by OnSequenced, both rebuilt after Open.
+// idNode is a node wired as cmd wires it (core.Open): a real in-memory log
+// folding into the read models, the identity commands over their decision view.
 type idNode struct {
-	t      *testing.T
-	key    ed25519.PrivateKey
-	log    *eventlog.Log
-	read   *projections.Identities
-	decide *projections.Identities
-	cmd    *commands.Identity
+	t    *testing.T
+	key  ed25519.PrivateKey
+	log  *eventlog.Log
+	read *projections.Identities
+	cmd  *commands.Identity
 }
 
 func newIDNode(t *testing.T) *idNode {
 	t.Helper()
-	n := &idNode{t: t, key: ed25519.NewKeyFromSeed(nodeSeed),
-		read: projections.NewIdentities(), decide: projections.NewIdentities()}
-	l, err := eventlog.Open(eventlog.Options{InMemory: true, Key: n.key, Logger: slog.New(slog.DiscardHandler),
-		OnCommit: n.read.ApplyEvents, OnSequenced: n.decide.ApplyEvents})
+	c := openCore(t, nil)
+	return &idNode{t: t, key: ed25519.NewKeyFromSeed(nodeSeed), log: c.Log, read: c.Identities, cmd: c.Identity}
+}
+
+// openCore opens an in-memory node through the wiring cmd uses, with the
+// mission and game commands accepting cat's vocabulary (nil: built-in).
+func openCore(t *testing.T, cat *catalog.Catalog) *core.Core {
+	t.Helper()
+	c, err := core.Open(eventlog.Options{InMemory: true, Key: ed25519.NewKeyFromSeed(nodeSeed),
+		Logger: slog.New(slog.DiscardHandler)}, cat)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
-	n.log = l
-	// As cmd does: one scan rebuilds both models before any write.
-	if err := projections.Rebuild(context.Background(), l, n.read, n.decide); err != nil {
-		t.Fatal(err)
-	}
-	n.cmd, err = commands.NewIdentity(commands.IdentityOptions{Log: l, NodeKey: n.key,
-		Identities: n.decide, Controllers: n.decide})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // bootstrap registers an identity as the owner and fails the test on error.
@@ -91,11 +88,27 @@ func (n *idNode) refused(t *testing.T, err error, tip uint64, kind commands.Kind
 
 func ptr[T any](v T) *T { return &v }
 
+// must returns v; a query's error, which no test expects, panics the test.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// found returns a lookup's value and whether it was found; its error, which no
+// test expects, panics the test.
+func found[T any](v T, ok bool, err error) (T, bool) {
+	if err != nil {
+		panic(err)
+	}
+	return v, ok
+}
+
 // The identity read model satisfies the interfaces the commands declare, as cmd
 // wires them.
 var (
 	_ commands.IdentityReader   = (*projections.Identities)(nil)
 	_ commands.ControllerReader = (*projections.Identities)(nil)
 	_ commands.PublicIDResolver = (*projections.Identities)(nil)
-	_ projections.Model         = (*projections.Identities)(nil)
 )

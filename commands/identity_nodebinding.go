@@ -5,8 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-
-	"github.com/gowebpki/jcs"
+	"github.com/civnode/civnode/eventlog"
 )
 
 // NodeBinding is the node's own controller binding, shown in GET /v1/state: the
@@ -55,7 +54,7 @@ func (c *Identity) signNodeBinding() (NodeBinding, error) {
 	if payload, err = json.Marshal(m); err != nil {
 		return NodeBinding{}, err
 	}
-	if payload, err = jcs.Transform(payload); err != nil {
+	if payload, err = eventlog.CanonicalObject(payload); err != nil {
 		return NodeBinding{}, fmt.Errorf("node binding: canonicalise: %w", err)
 	}
 	header, err := json.Marshal(struct {

@@ -62,7 +62,9 @@ func (c *Identity) UpdatePublicIdentity(ctx context.Context, a Actor, in PublicI
 		slug := id.PublicID
 		if in.PublicID != nil && *in.PublicID != slug {
 			slug = *in.PublicID
-			if other, taken := c.ids.IdentityBySlug(slug); taken && other.AgentDID != id.AgentDID {
+			if other, taken, err := c.ids.IdentityBySlug(slug); err != nil {
+				return nil, err
+			} else if taken && other.AgentDID != id.AgentDID {
 				return nil, Conflict("slug_taken", "public_id", "public_id %s is taken", slug)
 			}
 		}

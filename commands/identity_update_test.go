@@ -33,7 +33,7 @@ func TestUpdatePublicIdentity(t *testing.T) {
 	if ev.Type != events.TypeIdentityUpdated || string(ev.Payload) != want {
 		t.Fatalf("event %s %s\n want %s", ev.Type, ev.Payload, want)
 	}
-	if _, ok := n.read.IdentityBySlug("ada"); ok {
+	if _, ok := found(n.read.IdentityBySlug("ada")); ok {
 		t.Error("old slug still resolves")
 	}
 	// Full replace: what is left out becomes null or [], the slug stays.
@@ -212,7 +212,7 @@ func TestConcurrentExclusiveBindings(t *testing.T) {
 			t.Errorf("unexpected error %v", err)
 		}
 	}
-	if got := len(n.read.ActiveBindingsByRef("orchestrator-1")); ok != 1 || got != 1 {
+	if got := len(must(n.read.ActiveBindingsByRef("orchestrator-1"))); ok != 1 || got != 1 {
 		t.Fatalf("%d bindings succeeded, %d active, want exactly 1", ok, got)
 	}
 }
@@ -338,11 +338,11 @@ func TestNewIdentityRefusesBadWiring(t *testing.T) {
 	n := newIDNode(t)
 	other := ed25519.NewKeyFromSeed(make([]byte, 32))
 	for name, opts := range map[string]commands.IdentityOptions{
-		"no log":         {NodeKey: n.key, Identities: n.decide, Controllers: n.decide},
-		"no key":         {Log: n.log, Identities: n.decide, Controllers: n.decide},
-		"wrong key":      {Log: n.log, NodeKey: other, Identities: n.decide, Controllers: n.decide},
-		"no model":       {Log: n.log, NodeKey: n.key, Controllers: n.decide},
-		"no controllers": {Log: n.log, NodeKey: n.key, Identities: n.decide},
+		"no log":         {NodeKey: n.key, Identities: n.read.Decisions(), Controllers: n.read.Decisions()},
+		"no key":         {Log: n.log, Identities: n.read.Decisions(), Controllers: n.read.Decisions()},
+		"wrong key":      {Log: n.log, NodeKey: other, Identities: n.read.Decisions(), Controllers: n.read.Decisions()},
+		"no model":       {Log: n.log, NodeKey: n.key, Controllers: n.read.Decisions()},
+		"no controllers": {Log: n.log, NodeKey: n.key, Identities: n.read.Decisions()},
 	} {
 		if _, err := commands.NewIdentity(opts); err == nil {
 			t.Errorf("%s: accepted", name)

@@ -14,13 +14,13 @@ import (
 // eventlog.Log.Decide, so it must be a decision model: a projection fed by
 // eventlog.Options.OnSequenced, which has seen every decision made before.
 type MissionReader interface {
-	MissionRef(missionID string) (events.MissionRef, bool)
+	MissionRef(missionID string) (events.MissionRef, bool, error)
 }
 
 // ProfileReader finds an identity's profile, for the eligibility rules of a
 // claim. Like MissionReader it must be a decision model.
 type ProfileReader interface {
-	IdentityProfile(agentDID string) (events.ProfileUpdated, bool)
+	IdentityProfile(agentDID string) (events.ProfileUpdated, bool, error)
 }
 
 // MissionOptions configures NewMission. Every field but NewID and Catalog is
@@ -103,7 +103,10 @@ type MissionResult struct {
 
 // mission finds missionID in the decision model: 404 mission_not_found.
 func (c *Mission) mission(missionID string) (events.MissionRef, error) {
-	m, ok := c.missions.MissionRef(missionID)
+	m, ok, err := c.missions.MissionRef(missionID)
+	if err != nil {
+		return events.MissionRef{}, err
+	}
 	if !ok {
 		return events.MissionRef{}, NotFound("mission_not_found", "", "no mission has mission_id %s", missionID)
 	}

@@ -36,14 +36,21 @@ func (c *Mission) Claim(ctx context.Context, a Actor, missionID string, in Claim
 		if err != nil {
 			return nil, err
 		}
-		id, ok := c.ids.IdentityBySlug(in.Claimer)
+		id, ok, err := c.ids.IdentityBySlug(in.Claimer)
+		if err != nil {
+			return nil, err
+		}
 		if !ok {
 			return nil, NotFound("identity_not_found", "claimer", "no identity has public_id %s", in.Claimer)
 		}
 		if !a.ActsFor(c.log.NodeDID(), id) {
 			return nil, forbiddenField("claimer", "this token may not act for %s", in.Claimer)
 		}
-		if err := c.eligible(m, id); err != nil {
+		profile, _, err := c.profiles.IdentityProfile(id.AgentDID)
+		if err != nil {
+			return nil, err
+		}
+		if err := eligible(m, id, profile); err != nil {
 			return nil, err
 		}
 		switch m.State {
@@ -63,18 +70,29 @@ func (c *Mission) Claim(ctx context.Context, a Actor, missionID string, in Claim
 	return MissionResult{MissionID: missionID, Events: evs}, nil
 }
 
+// Claimable reports whether a, acting for the identity id with its profile,
+// may claim the mission m now: m is created, a acts for id, and id is
+// eligible. It is Claim's rules short of the race that Claim decides, so what
+// the game's bootstrap guide proposes is what Claim accepts.
+func (c *Mission) Claimable(a Actor, m events.MissionRef, id events.IdentityRef, profile events.ProfileUpdated) bool {
+	return m.State == events.StateCreated && a.ActsFor(c.log.NodeDID(), id) && eligible(m, id, profile) == nil
+}
+
+// ActiveController reports whether id has an active controller binding: without
+// one an agent cannot receive tasks (spec "Profile and controller binding").
+func ActiveController(id events.IdentityRef) bool {
+	return id.Binding != nil && id.Binding.Active
+}
+
 // eligible applies the claim rules that depend on who claims: not its own
-// mission, an active controller binding (without one an agent cannot receive
-// tasks, spec "Profile and controller binding"), and the required role and
-// faction.
-func (c *Mission) eligible(m events.MissionRef, id events.IdentityRef) error {
+// mission, an active controller binding, and the required role and faction.
+func eligible(m events.MissionRef, id events.IdentityRef, profile events.ProfileUpdated) error {
 	if id.AgentDID == m.IssuerDID {
 		return notEligible("%s published this mission and may not claim it", id.PublicID)
 	}
-	if id.Binding == nil || !id.Binding.Active {
+	if !ActiveController(id) {
 		return notEligible("%s has no active controller binding; bind a controller first", id.PublicID)
 	}
-	profile, _ := c.profiles.IdentityProfile(id.AgentDID)
 	if r := m.RequiredRole; r != nil && (profile.Role == nil || *profile.Role != *r) {
 		return notEligible("the mission requires role %s; %s has %s", *r, id.PublicID, describe(profile.Role, "no role"))
 	}

@@ -39,7 +39,10 @@ func (c *Mission) Complete(ctx context.Context, a Actor, missionID string, in Co
 		if m.State == events.StateCreated {
 			return nil, invalidState("mission %s is not claimed; claim it first", m.MissionID)
 		}
-		id, ok := c.ids.IdentityByDID(m.ClaimerDID)
+		id, ok, err := c.ids.IdentityByDID(m.ClaimerDID)
+		if err != nil {
+			return nil, err
+		}
 		if !ok || !a.ActsFor(c.log.NodeDID(), id) {
 			return nil, Forbidden("forbidden", "only a token that acts for the claimer %s may complete this mission", m.Claimer)
 		}

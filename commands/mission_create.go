@@ -111,7 +111,10 @@ func (c *Mission) Create(ctx context.Context, a Actor, in CreateMissionInput) (M
 // issuer resolves a publisher to the DID it publishes as, checking that a may
 // act for it and that kind fits it. It runs inside a decision.
 func (c *Mission) issuer(a Actor, publisher, kind string) (string, error) {
-	id, isIdentity := c.ids.IdentityBySlug(publisher)
+	id, isIdentity, err := c.ids.IdentityBySlug(publisher)
+	if err != nil {
+		return "", err
+	}
 	governed := a.GovernsSubnet(publisher)
 	if kind == events.PublisherPlanetaryGovernment {
 		switch {

@@ -56,7 +56,9 @@ func (d *missionDraft) draft() (eventlog.Draft, error) {
 	if err != nil {
 		return eventlog.Draft{}, err
 	}
-	if _, taken := d.c.missions.MissionRef(d.pl.MissionID); taken {
+	if _, taken, err := d.c.missions.MissionRef(d.pl.MissionID); err != nil {
+		return eventlog.Draft{}, err
+	} else if taken {
 		return eventlog.Draft{}, fmt.Errorf("new mission id %s exists; check the id source", d.pl.MissionID)
 	}
 	if issuer == d.expected {

@@ -2,8 +2,6 @@ package commands_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"log/slog"
 	"testing"
 
 	"github.com/civnode/civnode/commands"
@@ -11,51 +9,25 @@ import (
 	"github.com/civnode/civnode/projections"
 )
 
-// missionNode is a node wired as cmd wires it: identities and missions, each with
-// a read model fed by OnCommit and a decision model fed by OnSequenced, and the
-// identity and mission commands over the decision models.
+// missionNode is a node wired as cmd wires it (core.Open): identities and
+// missions, queried durably (ids, missions) and at their newest state (idsD,
+// mD, what the commands read), with the identity and mission commands.
 type missionNode struct {
 	t        *testing.T
 	log      *eventlog.Log
-	ids      *projections.Identities // read
-	idsD     *projections.Identities // decision
-	missions *projections.Missions   // read
-	mD       *projections.Missions   // decision
+	ids      *projections.Identities // durable
+	idsD     *projections.Identities // decisions
+	missions *projections.Missions   // durable
+	mD       *projections.Missions   // decisions
 	identity *commands.Identity
 	mission  *commands.Mission
 }
 
 func newMissionNode(t *testing.T) *missionNode {
 	t.Helper()
-	n := &missionNode{t: t, ids: projections.NewIdentities(), idsD: projections.NewIdentities(),
-		missions: projections.NewMissions(), mD: projections.NewMissionDecisions()}
-	key := ed25519.NewKeyFromSeed(nodeSeed)
-	l, err := eventlog.Open(eventlog.Options{InMemory: true, Key: key, Logger: slog.New(slog.DiscardHandler),
-		OnCommit: func(evs []eventlog.Event) {
-			n.ids.ApplyEvents(evs)
-			n.missions.ApplyEvents(evs)
-		},
-		OnSequenced: func(evs []eventlog.Event) {
-			n.idsD.ApplyEvents(evs)
-			n.mD.ApplyEvents(evs)
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	n.log = l
-	if err := projections.Rebuild(context.Background(), l, n.ids, n.idsD, n.missions, n.mD); err != nil {
-		t.Fatal(err)
-	}
-	if n.identity, err = commands.NewIdentity(commands.IdentityOptions{Log: l, NodeKey: key,
-		Identities: n.idsD, Controllers: n.idsD}); err != nil {
-		t.Fatal(err)
-	}
-	if n.mission, err = commands.NewMission(commands.MissionOptions{Log: l, Missions: n.mD,
-		Identities: n.idsD, Profiles: n.idsD}); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	c := openCore(t, nil)
+	return &missionNode{t: t, log: c.Log, ids: c.Identities, idsD: c.Identities.Decisions(),
+		missions: c.Missions, mD: c.Missions.Decisions(), identity: c.Identity, mission: c.Mission}
 }
 
 // agent bootstraps an identity with a profile and, if bound, an active binding.
@@ -85,5 +57,4 @@ func createInput(publisher, kind string) commands.CreateMissionInput {
 var (
 	_ commands.MissionReader = (*projections.Missions)(nil)
 	_ commands.ProfileReader = (*projections.Identities)(nil)
-	_ projections.Model      = (*projections.Missions)(nil)
 )

@@ -399,15 +399,17 @@ func runMissionProperty(t *testing.T, seed int64, steps int) {
 	}
 
 	// A model rebuilt from the chain answers as the live one.
-	fresh, freshIDs := projections.NewMissions(), projections.NewIdentities()
-	if err := projections.Rebuild(ctx, n.log, fresh, freshIDs); err != nil {
+	live := []any{listAll(t, n.missions), must(n.missions.Metrics()), must(n.ids.Metrics())}
+	diff, err := n.log.RebuildModels(ctx, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, pair := range [][2]any{
-		{listAll(n.missions), listAll(fresh)},
-		{n.missions.Metrics(), fresh.Metrics()},
-		{n.ids.Metrics(), freshIDs.Metrics()},
-	} {
+	if !diff.Same() {
+		t.Errorf("the models kept live differ from a rebuild: %+v", diff)
+	}
+	rebuilt := []any{listAll(t, n.missions), must(n.missions.Metrics()), must(n.ids.Metrics())}
+	for i := range live {
+		pair := [2]any{live[i], rebuilt[i]}
 		a, _ := json.Marshal(pair[0])
 		b, _ := json.Marshal(pair[1])
 		if string(a) != string(b) {
@@ -416,8 +418,12 @@ func runMissionProperty(t *testing.T, seed int64, steps int) {
 	}
 }
 
-func listAll(m *projections.Missions) []projections.SupervisedMission {
-	out, _, _ := m.Supervise(projections.MissionFilter{}, "", 100000)
+func listAll(t *testing.T, m *projections.Missions) []projections.SupervisedMission {
+	t.Helper()
+	out, _, err := m.Supervise(projections.MissionFilter{}, projections.Page{Limit: 100000})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return out
 }
 
@@ -427,12 +433,12 @@ func checkMissionInvariants(t *testing.T, step int, n *missionNode, o *oracle) {
 	var settledCredit int64
 	for _, m := range o.missions {
 		for name, model := range map[string]*projections.Missions{"read": n.missions, "decision": n.mD} {
-			ref, ok := model.MissionRef(m.id)
+			ref, ok := found(model.MissionRef(m.id))
 			if !ok || ref.State != m.state {
 				t.Fatalf("step %d: %s model has mission %s in %q (%v), oracle %q", step, name, m.id, ref.State, ok, m.state)
 			}
 		}
-		rec, _ := n.missions.Mission(m.id)
+		rec, _ := found(n.missions.Mission(m.id))
 		var wantClaimer *string
 		if m.claimer != nil {
 			wantClaimer = &m.claimer.slug
@@ -452,8 +458,8 @@ func checkMissionInvariants(t *testing.T, step int, n *missionNode, o *oracle) {
 	var credit int64
 	for _, ag := range o.agents {
 		want := o.balance[ag.did]
-		got := n.missions.Balance(ag.did)
-		rec, _ := n.ids.Record(ag.did)
+		got := must(n.missions.Balance(ag.did))
+		rec, _ := found(n.ids.Record(ag.did))
 		if got.Credit != want.AgentCredit || got.Reputation != want.Reputation || got.Capacity != want.Capacity ||
 			got.MissionsCompleted != want.TreasuryShareCredit || rec.Stats != got {
 			t.Fatalf("step %d: %s balance %+v, stats %+v, oracle %+v", step, ag.slug, got, rec.Stats, want)
@@ -464,7 +470,7 @@ func checkMissionInvariants(t *testing.T, step int, n *missionNode, o *oracle) {
 		t.Fatalf("step %d: balances sum to %d, settled rewards to %d", step, credit, settledCredit)
 	}
 	for _, s := range []string{"genesis", "rim"} {
-		if got := n.missions.Treasury(s); got != o.treasury[s] {
+		if got := must(n.missions.Treasury(s)); got != o.treasury[s] {
 			t.Fatalf("step %d: treasury %s = %d, oracle %d", step, s, got, o.treasury[s])
 		}
 	}

@@ -26,7 +26,10 @@ func (c *Mission) Settle(ctx context.Context, a Actor, missionID string, _ Settl
 		if err != nil {
 			return nil, err
 		}
-		by, ok := c.settler(a, m)
+		by, ok, err := c.settler(a, m)
+		if err != nil {
+			return nil, err
+		}
 		if !ok {
 			return nil, Forbidden("forbidden", "only the publisher %s or a governance actor of subnet %s may settle this mission", m.Publisher, m.SubnetID)
 		}
@@ -51,17 +54,19 @@ func (c *Mission) Settle(ctx context.Context, a Actor, missionID string, _ Settl
 
 // settler returns the DID a settles m as: the publisher it acts for, else the
 // node's as governance actor of the subnet. It runs inside a decision.
-func (c *Mission) settler(a Actor, m events.MissionRef) (string, bool) {
+func (c *Mission) settler(a Actor, m events.MissionRef) (string, bool, error) {
 	node := c.log.NodeDID()
 	if m.PublisherKind == events.PublisherPlanetaryGovernment {
 		if a.GovernsSubnet(m.Publisher) {
-			return m.IssuerDID, true
+			return m.IssuerDID, true, nil
 		}
-	} else if id, ok := c.ids.IdentityByDID(m.IssuerDID); ok && a.ActsFor(node, id) {
-		return m.IssuerDID, true
+	} else if id, ok, err := c.ids.IdentityByDID(m.IssuerDID); err != nil {
+		return "", false, err
+	} else if ok && a.ActsFor(node, id) {
+		return m.IssuerDID, true, nil
 	}
 	if a.GovernsSubnet(m.SubnetID) {
-		return node, true
+		return node, true, nil
 	}
-	return "", false
+	return "", false, nil
 }

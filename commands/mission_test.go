@@ -39,7 +39,7 @@ func TestMissionPayloadIsStoredCanonical(t *testing.T) {
 		if err != nil {
 			t.Fatalf("payload %q: %v", tc.payload, err)
 		}
-		rec, _ := n.missions.Mission(res.MissionID)
+		rec, _ := found(n.missions.Mission(res.MissionID))
 		if string(rec.Payload) != tc.stored {
 			t.Errorf("payload %q stored as %s, want %s", tc.payload, rec.Payload, tc.stored)
 		}

@@ -3,13 +3,12 @@ package commands
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/civnode/civnode/eventlog"
 	"regexp"
 	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/gowebpki/jcs"
 
 	"github.com/civnode/civnode/eventlog/events"
 )
@@ -110,7 +109,7 @@ func canonicalMissionPayload(raw json.RawMessage) (json.RawMessage, error) {
 	if len(raw) > 4*maxPayload {
 		return nil, Invalid("payload", "payload must be at most %d bytes", maxPayload)
 	}
-	out, err := jcs.Transform(raw)
+	out, err := eventlog.CanonicalObject(raw)
 	if err != nil {
 		return nil, Invalid("payload", "payload cannot be stored: %v", err)
 	}

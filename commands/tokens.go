@@ -42,8 +42,8 @@ type TokenAuditor interface {
 // public_id of an agent DID: a token acts for a DID, and slugs can change. The
 // identities read model satisfies it.
 type PublicIDResolver interface {
-	AgentDIDForPublicID(publicID string) (agentDID string, ok bool)
-	PublicIDOf(agentDID string) (publicID string, ok bool)
+	AgentDIDForPublicID(publicID string) (agentDID string, ok bool, err error)
+	PublicIDOf(agentDID string) (publicID string, ok bool, err error)
 }
 
 // TokenRecordKind is the eventlog record kind token records are stored under.
@@ -240,7 +240,11 @@ func (t *Tokens) List(actor Actor) ([]Token, error) {
 		if out[i].AgentDID == "" || t.identities == nil {
 			continue
 		}
-		if current, ok := t.identities.PublicIDOf(out[i].AgentDID); ok {
+		current, ok, err := t.identities.PublicIDOf(out[i].AgentDID)
+		if err != nil {
+			return nil, fmt.Errorf("list tokens: %w", err)
+		}
+		if ok {
 			out[i].PublicID = current
 		}
 	}

@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // Create issues a token of kind "agent", acting for the identity publicID, or
@@ -22,7 +23,10 @@ func (t *Tokens) Create(ctx context.Context, actor Actor, kind, publicID string)
 		}
 		did, ok := "", false
 		if t.identities != nil {
-			did, ok = t.identities.AgentDIDForPublicID(publicID)
+			var err error
+			if did, ok, err = t.identities.AgentDIDForPublicID(publicID); err != nil {
+				return IssuedToken{}, fmt.Errorf("resolve acts_for: %w", err)
+			}
 		}
 		if !ok {
 			return IssuedToken{}, NotFound("identity_not_found", "acts_for", "no identity with public_id %q", publicID)

@@ -23,18 +23,18 @@ var (
 // tokIdentityMap stands in for the identities read model behind PublicIDResolver.
 type tokIdentityMap map[string]string
 
-func (m tokIdentityMap) AgentDIDForPublicID(publicID string) (string, bool) {
+func (m tokIdentityMap) AgentDIDForPublicID(publicID string) (string, bool, error) {
 	did, ok := m[publicID]
-	return did, ok
+	return did, ok, nil
 }
 
-func (m tokIdentityMap) PublicIDOf(agentDID string) (string, bool) {
+func (m tokIdentityMap) PublicIDOf(agentDID string) (string, bool, error) {
 	for slug, did := range m {
 		if did == agentDID {
-			return slug, true
+			return slug, true, nil
 		}
 	}
-	return "", false
+	return "", false, nil
 }
 
 const tokAliceDID = "did:key:z6MkAlice"

@@ -74,6 +74,9 @@ type group struct {
 	reqs    []*request
 	pending []*pending
 	signed  sync.WaitGroup // one count per pending event until it is signed
+	// models is the read models' writes for the group's events, committed in
+	// the same batch (Options.Models).
+	models []modelWrite
 }
 
 // pending is an event between sequencing and commit.
@@ -263,19 +266,32 @@ func (l *Log) sequence(g *group, r *request, signer *signer) {
 		g.pending = append(g.pending, l.seq.chainCanonical(l.did, d.Type, payloads[i], now))
 	}
 	mine := g.pending[len(g.pending)-r.n:]
-	// The hook gets copies taken before signing starts: the signers write into
-	// the events.
-	if l.onSequenced != nil && r.n > 0 {
-		events := make([]Event, r.n)
-		for i, p := range mine {
-			events[i] = *p.ev
-		}
-		l.onSequenced(events)
+	if err := l.fold(g, mine); err != nil {
+		// The events have their seqs, so they cannot be taken back: the log
+		// stops, and the committer fails the whole group.
+		l.fail(err)
 	}
 	g.signed.Add(r.n)
 	for _, p := range mine {
 		signer.jobs <- signJob{p, &g.signed}
 	}
+}
+
+// fold folds the events of one request into the read models, before they are
+// signed: the next decision on the sequencer must see them.
+func (l *Log) fold(g *group, evs []*pending) error {
+	sp := l.liveModels()
+	if sp == nil {
+		return nil
+	}
+	for _, p := range evs {
+		tx := &ModelTxn{space: sp, seq: p.ev.Seq}
+		if err := l.models.Fold(tx, p.ev); err != nil {
+			return fmt.Errorf("fold seq %d into read models: %w", p.ev.Seq, err)
+		}
+		sp.stage(tx, &g.models)
+	}
+	return nil
 }
 
 // signer signs events on every core; signing is the costliest step of an append.
@@ -337,11 +353,13 @@ func (l *Log) runCommitter() {
 			}
 			k += r.n
 		}
-		if err == nil && l.onCommit != nil {
+		if err == nil && l.onCommit != nil && len(g.pending) > 0 {
 			for _, p := range g.pending {
 				events = append(events, *p.ev)
 			}
-			l.onCommit(events)
+			if herr := l.onCommit(events); herr != nil {
+				l.fail(fmt.Errorf("commit hook at seq %d: %w", g.pending[len(g.pending)-1].ev.Seq, herr))
+			}
 		}
 		for _, r := range g.reqs {
 			close(r.done)
@@ -354,15 +372,20 @@ func (l *Log) commit(g *group) error {
 	for _, p := range g.pending {
 		p.write(b)
 	}
+	last := g.pending[len(g.pending)-1]
+	sp := l.liveModels()
+	if sp != nil {
+		sp.apply(b, g.models)
+		b.Set(sp.key(modelAppliedKey), appendU64(nil, last.ev.Seq), nil)
+	}
 	if err := withFatal(func() error { return b.Commit(pebble.Sync) }); err != nil {
-		l.mu.Lock()
-		l.failed = fmt.Errorf("commit seq %d..%d: %w", g.pending[0].ev.Seq, g.pending[len(g.pending)-1].ev.Seq, err)
-		l.mu.Unlock()
-		l.log.Error("event log write failed; refusing further writes", "err", err)
+		l.fail(fmt.Errorf("commit seq %d..%d: %w", g.pending[0].ev.Seq, last.ev.Seq, err))
 		return err
 	}
 	b.Close()
-	last := g.pending[len(g.pending)-1]
+	if sp != nil {
+		sp.settle(g.models)
+	}
 	l.mu.Lock()
 	for _, p := range g.pending {
 		l.typeCounts[p.ev.Type] = p.ordinal

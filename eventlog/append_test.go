@@ -15,10 +15,11 @@ import (
 func TestConcurrentAppends(t *testing.T) {
 	var mu sync.Mutex
 	var committed []Event
-	l := openMem(t, Options{OnCommit: func(evs []Event) {
+	l := openMem(t, Options{OnCommit: func(evs []Event) error {
 		mu.Lock()
 		committed = append(committed, evs...)
 		mu.Unlock()
+		return nil
 	}})
 	const workers, each = 32, 50
 	got := make([][]Event, workers)
@@ -214,36 +215,6 @@ func TestAppendAfterClose(t *testing.T) {
 	l.Close()
 	if _, err := l.Append(context.Background(), draft("test.x", "n", 1)); !errors.Is(err, ErrClosed) {
 		t.Fatalf("err = %v, want ErrClosed", err)
-	}
-}
-
-// TestOnSequenced: the sequencer hook sees every accepted event once, in chain
-// order, and never the events of a rejected request.
-func TestOnSequenced(t *testing.T) {
-	var seqs []uint64
-	l := openMem(t, Options{OnSequenced: func(evs []Event) {
-		for _, ev := range evs {
-			seqs = append(seqs, ev.Seq) // the sequencer is one goroutine
-		}
-	}})
-	var wg sync.WaitGroup
-	for i := range 20 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l.Append(context.Background(), draft("test.seq", "i", i), draft("test.seq", "i", i))
-			l.Append(context.Background(), Draft{Type: "Bad"})
-		}()
-	}
-	wg.Wait()
-	l.Close()
-	if len(seqs) != 40 {
-		t.Fatalf("OnSequenced saw %d events, want 40", len(seqs))
-	}
-	for i, s := range seqs {
-		if s != uint64(i)+2 {
-			t.Fatalf("OnSequenced order: position %d has seq %d", i, s)
-		}
 	}
 }
 

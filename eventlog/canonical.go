@@ -23,6 +23,11 @@ func canonicalPayload(raw []byte) ([]byte, error) {
 	return out, nil
 }
 
+// CanonicalObject returns the RFC 8785 form of a JSON object, by the same encoder
+// the log canonicalises payloads with, so that bytes a command signs or checks
+// are the bytes the log would store.
+func CanonicalObject(raw []byte) ([]byte, error) { return canonicalPayload(raw) }
+
 // signedBytes assembles U (doc.go). JCS sorts keys and the fields other than the
 // payload are validated to need no escaping, so U is a concatenation in fixed key
 // order with only the payload passed through the JCS encoder. payload must already

@@ -30,7 +30,8 @@
 // One Pebble database; the first byte of a key names its space and every integer is
 // big-endian, so iteration order is numeric order.
 //
-//	0x00 <name>                      meta (schema version)
+//	0x00 <name>                      meta: "schema" (the layout version) and
+//	                                 "models" (which model space is live)
 //	0x01 <seq u64>                   event, stored form above
 //	0x02 <id 32 bytes>               seq u64 (id → seq)
 //	0x03 <type> 0x00 <seq u64>       ordinal u64 of this event among events of its type
@@ -39,10 +40,34 @@
 //	0x05 <timestamp µs u64>          audit entry JSON (not chained)
 //	0x06 <kind> 0x00 <id>            administrative record, e.g. a hashed token
 //	                                 (not chained; see records.go)
+//	0x07 <key>, 0x08 <key>           the read models' two spaces, one live (see
+//	                                 below); the models choose their keys, and
+//	                                 keys under 0x00 hold the space's "version"
+//	                                 and "applied" (the last seq folded)
 //
 // The type index stores each event's ordinal within its type, so a query's total is a
 // subtraction, not a count. All keys of one group of appends are written in one Pebble
 // batch and made durable by one fsync (group commit); Append returns only after it.
+//
+// # Read models
+//
+// A log opened with Options.Models folds every event into the read models on
+// the sequencer, as soon as the event has its place in the chain, through a
+// ModelTxn. The fold's writes go to an in-memory overlay, which is what
+// ModelLatest reads (commands deciding inside Decide see every decision before
+// theirs), and are committed in the Pebble batch of the event's group with the
+// space's "applied" watermark, under the same fsync. A ModelView, a Pebble
+// snapshot, reads only what is durable. Because events and models share one
+// batch, a crash can tear neither from the other; Open finds the watermark at
+// the tip and folds nothing.
+//
+// Open folds the tail when the watermark is behind the tip (a log that was
+// written without Options.Models) and rebuilds when the stored version differs
+// from Folder.Version: it folds the chain into the other space in batches, each
+// recording its own watermark so an interrupted rebuild resumes, then makes
+// that space live and deletes the old one in one batch. RebuildModels does the
+// same on demand and reports how the old models differed (civnode replay). A
+// failed fold or commit fails the log, like a failed fsync.
 //
 // # Export bundle
 //

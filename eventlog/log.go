@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -27,15 +29,20 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives Pebble's and the log's messages; default slog.Default().
 	Logger *slog.Logger
+	// Models, if set, are the read models: each event is folded into them on the
+	// sequencer and their writes are committed in the event's batch (doc.go,
+	// "Read models"). Open brings them up to the chain's tip first.
+	Models Folder
+	// OnRebuild, if set, reports the progress of a catch-up or rebuild of the
+	// read models at Open.
+	OnRebuild RebuildProgress
 	// OnCommit, if set, is called with each durable group of events in seq order,
-	// before the appenders of that group are released. It runs on the commit path and
-	// must be quick (projections and stream publication).
-	OnCommit func([]Event)
-	// OnSequenced, if set, is called on the sequencer with the events of each
-	// accepted request as soon as they have their place in the chain, before they
-	// are signed or durable. It lets a decision model (see Decide) see every earlier
-	// decision. Events passed here have no Signature yet.
-	OnSequenced func([]Event)
+	// before the appenders of that group are released. It runs on the commit path
+	// and must be quick (stream publication). An error fails the log: the events
+	// are durable, but the log takes no more writes.
+	OnCommit func([]Event) error
+	// CacheSize is Pebble's block cache in bytes; default 64 MiB.
+	CacheSize int64
 	// TailCheck is how many of the newest events Open verifies; default 1024.
 	TailCheck int
 	// MaxGroup bounds the events committed under one fsync; default 4096.
@@ -54,15 +61,16 @@ type Tip struct {
 
 // Log is an open event log. All methods are safe for concurrent use.
 type Log struct {
-	db          *pebble.DB
-	key         ed25519.PrivateKey
-	pub         ed25519.PublicKey
-	did         string
-	now         func() time.Time
-	log         *slog.Logger
-	onCommit    func([]Event)
-	onSequenced func([]Event)
-	maxGroup    int
+	db       *pebble.DB
+	key      ed25519.PrivateKey
+	pub      ed25519.PublicKey
+	did      string
+	now      func() time.Time
+	log      *slog.Logger
+	onCommit func([]Event) error
+	models   Folder
+	live     atomic.Pointer[modelSpace]
+	maxGroup int
 
 	// The pipeline: Append → reqs → sequencer → groups → committer.
 	reqs    chan *request
@@ -104,7 +112,18 @@ func Open(opts Options) (*Log, error) {
 	}
 	// A larger memtable than the 4 MiB default means fewer, larger flushes and less
 	// compaction work per appended event; it costs at most two memtables of RSS.
-	popts := &pebble.Options{Logger: pebbleLogger{opts.Logger}, MemTableSize: 32 << 20}
+	if opts.CacheSize <= 0 {
+		opts.CacheSize = 64 << 20
+	}
+	cache := pebble.NewCache(opts.CacheSize)
+	defer cache.Unref() // the DB holds its own reference
+	popts := &pebble.Options{Logger: pebbleLogger{opts.Logger}, MemTableSize: 32 << 20, Cache: cache}
+	// Bloom filters make a lookup of an absent key (a new mission id, a free
+	// slug) cheap: the folds and the commands make several per write, and
+	// without filters each one reads a block of every sstable it could be in.
+	for i := range popts.Levels {
+		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
 	dir := opts.Dir
 	if opts.InMemory {
 		popts.FS, dir = vfs.NewMem(), ""
@@ -119,7 +138,7 @@ func Open(opts Options) (*Log, error) {
 	pub := opts.Key.Public().(ed25519.PublicKey)
 	l := &Log{
 		db: db, key: opts.Key, pub: pub, did: DIDKey(pub),
-		now: opts.Now, log: opts.Logger, onCommit: opts.OnCommit, onSequenced: opts.OnSequenced, maxGroup: opts.MaxGroup,
+		now: opts.Now, log: opts.Logger, onCommit: opts.OnCommit, models: opts.Models, maxGroup: opts.MaxGroup,
 		reqs:    make(chan *request, 1024),
 		groups:  make(chan *group), // unbuffered: a group is handed over only when the committer is free
 		stopped: make(chan struct{}),
@@ -133,6 +152,10 @@ func Open(opts Options) (*Log, error) {
 			db.Close()
 			return nil, err
 		}
+	}
+	if err := l.openModels(opts.OnRebuild); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open read models: %w", err)
 	}
 	l.seq = sequencerState{next: l.tip.Seq + 1, prev: l.tip.ID, lastMicros: l.tip.Micros, typeCounts: cloneCounts(l.typeCounts)}
 	l.auditLast = l.lastAuditMicros()
@@ -166,6 +189,16 @@ func (l *Log) Healthy() error {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.failed
+}
+
+// fail puts the log in fail-stop: it takes no more writes. The first cause wins.
+func (l *Log) fail(err error) {
+	l.mu.Lock()
+	if l.failed == nil {
+		l.failed = err
+	}
+	l.mu.Unlock()
+	l.log.Error("event log write failed; refusing further writes", "err", err)
 }
 
 // Close waits for appends in flight to become durable and closes the database.

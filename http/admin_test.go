@@ -15,18 +15,18 @@ import (
 // resolves acts_for with.
 type tokenIdentities map[string]string
 
-func (m tokenIdentities) AgentDIDForPublicID(publicID string) (string, bool) {
+func (m tokenIdentities) AgentDIDForPublicID(publicID string) (string, bool, error) {
 	did, ok := m[publicID]
-	return did, ok
+	return did, ok, nil
 }
 
-func (m tokenIdentities) PublicIDOf(agentDID string) (string, bool) {
+func (m tokenIdentities) PublicIDOf(agentDID string) (string, bool, error) {
 	for slug, did := range m {
 		if did == agentDID {
-			return slug, true
+			return slug, true, nil
 		}
 	}
-	return "", false
+	return "", false, nil
 }
 
 const tokenAliceDID = "did:key:z6MkAliceTokenTest"

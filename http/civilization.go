@@ -45,7 +45,11 @@ func (s *Server) handleBootstrapIdentity(w http.ResponseWriter, r *http.Request,
 		return err
 	}
 	resp := bootstrapResponse{AgentDID: res.AgentDID, PublicID: res.PublicID}
-	if b, _, ok := s.identities.Binding(res.AgentDID); ok {
+	b, _, ok, err := s.identities.Binding(res.AgentDID)
+	if err != nil {
+		return err
+	}
+	if ok {
 		resp.ControllerBinding = &b
 	}
 	return writeJSON(w, resp)
@@ -62,7 +66,7 @@ func (s *Server) handleIdentities(w http.ResponseWriter, r *http.Request, _ http
 	if err != nil {
 		return err
 	}
-	ids, next, err := s.identities.List(cursor, limit)
+	ids, next, err := s.identities.List(projections.Page{Cursor: cursor, Limit: limit, Bytes: s.pageBytes})
 	if err != nil {
 		return cursorError(err)
 	}
@@ -85,7 +89,10 @@ func (s *Server) handlePostPublicIdentity(w http.ResponseWriter, r *http.Request
 	if _, err := s.identity.UpdatePublicIdentity(r.Context(), requestActor(r.Context()), in); err != nil {
 		return err
 	}
-	rec, ok := s.identities.Record(in.AgentDID)
+	rec, ok, err := s.identities.Record(in.AgentDID)
+	if err != nil {
+		return err
+	}
 	if !ok {
 		return errNotInReadModel("public identity", in.AgentDID)
 	}
@@ -114,16 +121,16 @@ func (s *Server) identityFromQuery(q url.Values) (projections.IdentityRecord, er
 		if _, err := eventlog.PublicKeyFromDID(did); err != nil {
 			return projections.IdentityRecord{}, commands.Invalid("agent_did", "agent_did must be an Ed25519 did:key")
 		}
-		if rec, ok := s.identities.Record(did); ok {
-			return rec, nil
+		if rec, ok, err := s.identities.Record(did); err != nil || ok {
+			return rec, err
 		}
 		return projections.IdentityRecord{}, commands.NotFound("identity_not_found", "agent_did", "no identity has agent_did %s", did)
 	default:
 		if !commands.ValidPublicID(slug) {
 			return projections.IdentityRecord{}, errPublicIDForm
 		}
-		if rec, ok := s.identities.RecordBySlug(slug); ok {
-			return rec, nil
+		if rec, ok, err := s.identities.RecordBySlug(slug); err != nil || ok {
+			return rec, err
 		}
 		return projections.IdentityRecord{}, commands.NotFound("identity_not_found", "public_id", "no identity has public_id %s", slug)
 	}

@@ -16,7 +16,10 @@ func (s *Server) handleGetControllerBinding(w http.ResponseWriter, r *http.Reque
 	if err != nil {
 		return err
 	}
-	b, _, ok := s.identities.Binding(rec.AgentDID)
+	b, _, ok, err := s.identities.Binding(rec.AgentDID)
+	if err != nil {
+		return err
+	}
 	if !ok {
 		return commands.NotFound("controller_binding_not_found", "", "%s has no controller binding", rec.PublicID)
 	}
@@ -32,7 +35,10 @@ func (s *Server) handlePostControllerBinding(w http.ResponseWriter, r *http.Requ
 	if _, err := s.identity.UpdateControllerBinding(r.Context(), requestActor(r.Context()), in); err != nil {
 		return err
 	}
-	b, _, ok := s.identities.Binding(in.AgentDID)
+	b, _, ok, err := s.identities.Binding(in.AgentDID)
+	if err != nil {
+		return err
+	}
 	if !ok {
 		return errNotInReadModel("controller binding", in.AgentDID)
 	}

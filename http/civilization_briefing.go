@@ -125,9 +125,14 @@ func (s *Server) briefing(q url.Values, types []string) (briefingResponse, error
 			return briefingResponse{}, err
 		}
 	}
-	b.Identities = s.identities.Count()
+	if b.Identities, err = s.identities.Count(); err != nil {
+		return briefingResponse{}, err
+	}
 	if s.missions != nil {
-		paid := s.missions.PaidSince(start)
+		paid, err := s.missions.PaidSince(start)
+		if err != nil {
+			return briefingResponse{}, err
+		}
 		b.Credits = &paid
 	}
 	return b, nil

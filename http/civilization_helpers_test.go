@@ -11,31 +11,26 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/projections"
 )
 
-// civNode is a node wired as cmd/civnode wires it: an in-memory log whose read
-// model follows commits (OnCommit) and whose decision model follows the sequencer
-// (OnSequenced), both rebuilt after Open, the identity commands over the decision
-// model, the token service resolving public ids through the read model, and the
-// server reading the read model.
+// civNode is a node wired as cmd/civnode wires it, through the same core.Open:
+// a log folding every event into the read models, the commands over their
+// decision views, the token service, and a server over the durable queries.
 type civNode struct {
 	*testNode
+	core   *core.Core
 	key    ed25519.PrivateKey
 	read   *projections.Identities
-	decide *projections.Identities
+	mread  *projections.Missions
+	gread  *projections.Game
 	cmd    *commands.Identity
+	mcmd   *commands.Mission
+	gcmd   *commands.Game
 	tokens *commands.Tokens
-	// The missions read and decision models and commands, wired the same way.
-	mread   *projections.Missions
-	mdecide *projections.Missions
-	mcmd    *commands.Mission
-	// The game read and decision models and commands, wired the same way.
-	gread   *projections.Game
-	gdecide *projections.Game
-	gcmd    *commands.Game
 }
 
 func newCivNode(t *testing.T) *civNode {
@@ -47,74 +42,48 @@ func newCivNode(t *testing.T) *civNode {
 // directory in place of memory, a clock).
 func newCivNodeWith(t *testing.T, edit func(*eventlog.Options)) *civNode {
 	t.Helper()
-	n := &civNode{key: ed25519.NewKeyFromSeed(testSeed),
-		read: projections.NewIdentities(), decide: projections.NewIdentities(),
-		mread: projections.NewMissions(), mdecide: projections.NewMissionDecisions(),
-		gread: projections.NewGame(), gdecide: projections.NewGame()}
-	opts := eventlog.Options{InMemory: true, Key: n.key, Logger: discardLogger(),
-		OnCommit: func(evs []eventlog.Event) {
-			n.read.ApplyEvents(evs)
-			n.mread.ApplyEvents(evs)
-			n.gread.ApplyEvents(evs)
-		},
-		OnSequenced: func(evs []eventlog.Event) {
-			n.decide.ApplyEvents(evs)
-			n.mdecide.ApplyEvents(evs)
-			n.gdecide.ApplyEvents(evs)
-		}}
+	key := ed25519.NewKeyFromSeed(testSeed)
+	opts := eventlog.Options{InMemory: true, Key: key, Logger: discardLogger()}
 	if edit != nil {
 		edit(&opts)
 	}
-	l, err := eventlog.Open(opts)
+	c, err := core.Open(opts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
-	// As cmd does: one scan rebuilds both models before any write.
-	if err := projections.Rebuild(context.Background(), l, n.read, n.decide, n.mread, n.mdecide, n.gread, n.gdecide); err != nil {
-		t.Fatal(err)
-	}
-	if n.mcmd, err = commands.NewMission(commands.MissionOptions{Log: l, Missions: n.mdecide,
-		Identities: n.decide, Profiles: n.decide}); err != nil {
-		t.Fatal(err)
-	}
-	if n.gcmd, err = commands.NewGame(commands.GameOptions{Log: l, Mission: n.mcmd, Game: n.gdecide}); err != nil {
-		t.Fatal(err)
-	}
-	if n.cmd, err = commands.NewIdentity(commands.IdentityOptions{Log: l, NodeKey: n.key,
-		Identities: n.decide, Controllers: n.decide}); err != nil {
-		t.Fatal(err)
-	}
-	if n.tokens, err = commands.NewTokens(commands.TokensOptions{Store: l, Auditor: l,
-		Identities: n.read, NodeDID: l.NodeDID()}); err != nil {
-		t.Fatal(err)
-	}
-	n.testNode = n.serve(t, l, n.read)
+	t.Cleanup(func() { c.Close() })
+	n := &civNode{core: c, key: key, read: c.Identities, mread: c.Missions, gread: c.GameState,
+		cmd: c.Identity, mcmd: c.Mission, gcmd: c.Game, tokens: c.Tokens}
+	s := New(Options{Log: c.Log, OwnerToken: testToken, Logger: discardLogger(),
+		Identity: c.Identity, Identities: c.Identities, Tokens: c.Tokens, Mission: c.Mission, Missions: c.Missions,
+		Game: c.Game, GameState: c.GameState, Governs: []string{"genesis"}})
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	n.testNode = &testNode{t: t, log: c.Log, srv: s, url: hs.URL}
 	return n
 }
 
-// serve starts a server over log with the read model read.
-func (n *civNode) serve(t *testing.T, l *eventlog.Log, read *projections.Identities) *testNode {
+// rebuildInPlace rebuilds every read model from the chain, as civnode replay
+// does, and checks that the rebuild found nothing to change and that no model
+// skipped an event. The node's server then answers from the rebuilt models.
+func (n *civNode) rebuildInPlace(t *testing.T) {
 	t.Helper()
-	return n.serveWith(t, l, read, n.mread)
-}
-
-// serveWith starts a server over log with the read models read and missions.
-func (n *civNode) serveWith(t *testing.T, l *eventlog.Log, read *projections.Identities, missions *projections.Missions) *testNode {
-	t.Helper()
-	return n.serveModels(t, l, read, missions, n.gread)
-}
-
-// serveModels starts a server over log with the read models read, missions
-// and game.
-func (n *civNode) serveModels(t *testing.T, l *eventlog.Log, read *projections.Identities, missions *projections.Missions, game *projections.Game) *testNode {
-	t.Helper()
-	s := New(Options{Log: l, OwnerToken: testToken, Logger: discardLogger(),
-		Identity: n.cmd, Identities: read, Tokens: n.tokens, Mission: n.mcmd, Missions: missions,
-		Game: n.gcmd, GameState: game, Governs: []string{"genesis"}})
-	hs := httptest.NewServer(s)
-	t.Cleanup(hs.Close)
-	return &testNode{t: t, log: l, srv: s, url: hs.URL}
+	diff, err := n.log.RebuildModels(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !diff.Same() {
+		t.Errorf("the live models differ from a rebuild from the chain: %+v", diff)
+	}
+	skipped, err := n.core.Skipped()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for model, k := range skipped {
+		if k != 0 {
+			t.Errorf("%s model skipped %d events", model, k)
+		}
+	}
 }
 
 // agentToken issues a real agent token acting for publicID, as

@@ -18,9 +18,16 @@ type metricsResponse struct {
 // handleMetrics answers GET /v1/civilization/metrics with the aggregates of the
 // identity and missions read models.
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	resp := metricsResponse{Metrics: s.identities.Metrics()}
+	ids, err := s.identities.Metrics()
+	if err != nil {
+		return err
+	}
+	resp := metricsResponse{Metrics: ids}
 	if s.missions != nil {
-		m := s.missions.Metrics()
+		m, err := s.missions.Metrics()
+		if err != nil {
+			return err
+		}
 		resp.Missions = &m
 	}
 	return writeJSON(w, resp)

@@ -15,7 +15,10 @@ func (s *Server) handleGetProfile(w http.ResponseWriter, r *http.Request, _ http
 	if err != nil {
 		return err
 	}
-	p, ok := s.identities.Profile(rec.AgentDID)
+	p, ok, err := s.identities.Profile(rec.AgentDID)
+	if err != nil {
+		return err
+	}
 	if !ok {
 		return errNotInReadModel("profile", rec.AgentDID)
 	}
@@ -31,7 +34,10 @@ func (s *Server) handlePostProfile(w http.ResponseWriter, r *http.Request, _ htt
 	if _, err := s.identity.UpdateProfile(r.Context(), requestActor(r.Context()), in); err != nil {
 		return err
 	}
-	p, ok := s.identities.Profile(in.AgentDID)
+	p, ok, err := s.identities.Profile(in.AgentDID)
+	if err != nil {
+		return err
+	}
 	if !ok {
 		return errNotInReadModel("profile", in.AgentDID)
 	}
@@ -39,7 +45,7 @@ func (s *Server) handlePostProfile(w http.ResponseWriter, r *http.Request, _ htt
 }
 
 // errNotInReadModel is a write that succeeded but cannot be read back: the read
-// model is not fed by OnCommit, a wiring fault (500).
+// model does not fold the event, a wiring fault (500).
 func errNotInReadModel(what, agentDID string) error {
 	return fmt.Errorf("%s of %s: appended but not in the read model", what, agentDID)
 }

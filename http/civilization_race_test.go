@@ -16,8 +16,12 @@ func TestConcurrentBootstrapsOfOneSlug(t *testing.T) {
 		return n.civPost("/v1/civilization/bootstrap-identity", map[string]any{
 			"display_name": fmt.Sprintf("Racer %d", i), "public_id": "the-one"})
 	}, "slug_taken")
-	if statuses[http.StatusOK] != 1 || statuses[http.StatusConflict] != 15 || n.read.Count() != 1 {
-		t.Fatalf("statuses %v, %d identities; want one 200 and fifteen 409", statuses, n.read.Count())
+	count, err := n.read.Count()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if statuses[http.StatusOK] != 1 || statuses[http.StatusConflict] != 15 || count != 1 {
+		t.Fatalf("statuses %v, %d identities; want one 200 and fifteen 409", statuses, count)
 	}
 }
 

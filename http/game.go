@@ -72,21 +72,25 @@ type gameInstallView struct {
 }
 
 // installView describes in, found or not, with the states of its missions.
-func (s *Server) installView(in projections.GameInstall, found bool) gameInstallView {
+func (s *Server) installView(in projections.GameInstall, found bool) (gameInstallView, error) {
 	v := gameInstallView{MissionIDs: []string{}}
 	if !found {
-		return v
+		return v, nil
 	}
 	v.Installed = true
 	v.InstalledAt, v.InstalledCatalogVersion = &in.InstalledAt, &in.CatalogVersion
 	v.SubnetID, v.InstalledBy = &in.SubnetID, &in.InstalledBy
 	v.MissionIDs = in.MissionIDs
 	for _, id := range in.MissionIDs {
-		if m, ok := s.missions.Mission(id); ok {
+		m, ok, err := s.missions.Mission(id)
+		if err != nil {
+			return v, err
+		}
+		if ok {
 			v.MissionsByState.add(m.State)
 		}
 	}
-	return v
+	return v, nil
 }
 
 // gameMission is one template of a set and, once installed, its mission.
@@ -111,7 +115,10 @@ func (s *Server) setMissions(templates []catalog.MissionTemplate, in projections
 	}
 	out := make([]gameMission, len(in.MissionIDs))
 	for i, id := range in.MissionIDs {
-		m, ok := s.missions.Mission(id)
+		m, ok, err := s.missions.Mission(id)
+		if err != nil {
+			return nil, err
+		}
 		if !ok {
 			// The set's missions precede its record in one append: a wiring fault.
 			return nil, fmt.Errorf("installed mission %s is not in the read model", id)
@@ -133,9 +140,16 @@ type starterMissionsResponse struct {
 }
 
 func (s *Server) starterMissions() (starterMissionsResponse, error) {
-	in, ok := s.gameState.Starter()
+	in, ok, err := s.gameState.Starter()
+	if err != nil {
+		return starterMissionsResponse{}, err
+	}
 	ms, err := s.setMissions(s.catalog.Starter(), in, ok)
-	return starterMissionsResponse{CatalogVersion: s.catalog.Version, gameInstallView: s.installView(in, ok), Missions: ms}, err
+	if err != nil {
+		return starterMissionsResponse{}, err
+	}
+	view, err := s.installView(in, ok)
+	return starterMissionsResponse{CatalogVersion: s.catalog.Version, gameInstallView: view, Missions: ms}, err
 }
 
 func (s *Server) handleStarterMissions(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
@@ -157,9 +171,16 @@ type missionPackResponse struct {
 
 func (s *Server) missionPack() (missionPackResponse, error) {
 	pack := s.catalog.DefaultPack()
-	in, ok := s.gameState.Pack(pack.ID)
+	in, ok, err := s.gameState.Pack(pack.ID)
+	if err != nil {
+		return missionPackResponse{}, err
+	}
 	ms, err := s.setMissions(s.catalog.PackTemplates(pack.ID), in, ok)
-	return missionPackResponse{CatalogVersion: s.catalog.Version, Pack: pack, gameInstallView: s.installView(in, ok), Missions: ms}, err
+	if err != nil {
+		return missionPackResponse{}, err
+	}
+	view, err := s.installView(in, ok)
+	return missionPackResponse{CatalogVersion: s.catalog.Version, Pack: pack, gameInstallView: view, Missions: ms}, err
 }
 
 func (s *Server) handleMissionPack(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
@@ -269,15 +290,33 @@ func (s *Server) handleGameStatus(w http.ResponseWriter, _ *http.Request, _ http
 	if len(s.governs) > 0 {
 		resp.GovernedSubnet = &s.governs[0]
 	}
-	for _, p := range s.gameState.Packs() {
+	packs, err := s.gameState.Packs()
+	if err != nil {
+		return err
+	}
+	for _, p := range packs {
 		resp.ActivePacks = append(resp.ActivePacks, p.PackID)
 	}
-	in, ok := s.gameState.Starter()
-	resp.StarterMissions = s.installView(in, ok)
+	in, ok, err := s.gameState.Starter()
+	if err != nil {
+		return err
+	}
+	if resp.StarterMissions, err = s.installView(in, ok); err != nil {
+		return err
+	}
 	pack := s.catalog.DefaultPack()
-	in, ok = s.gameState.Pack(pack.ID)
-	resp.MissionPack = gamePackStatus{PackID: pack.ID, gameInstallView: s.installView(in, ok)}
-	guide := s.bootstrapGuide()
+	if in, ok, err = s.gameState.Pack(pack.ID); err != nil {
+		return err
+	}
+	view, err := s.installView(in, ok)
+	if err != nil {
+		return err
+	}
+	resp.MissionPack = gamePackStatus{PackID: pack.ID, gameInstallView: view}
+	guide, err := s.bootstrapGuide()
+	if err != nil {
+		return err
+	}
 	resp.Bootstrap = gameBootstrapStatus{Complete: guide.Complete, StepsTotal: len(guide.Steps), NextStep: guide.NextStep}
 	for _, st := range guide.Steps {
 		if st.Done {

@@ -2,10 +2,12 @@ package http
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/eventlog/events"
 	"github.com/civnode/civnode/projections"
 )
@@ -55,7 +57,11 @@ type gameBootstrapResponse struct {
 }
 
 func (s *Server) handleGameBootstrap(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
-	return writeJSON(w, s.bootstrapGuide())
+	guide, err := s.bootstrapGuide()
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, guide)
 }
 
 // Placeholder names a step may use; the values are filled in when the node
@@ -66,65 +72,100 @@ const (
 	phMissionID = "{mission_id}"
 )
 
-// bootstrapGuide computes the sequence from the read models.
-func (s *Server) bootstrapGuide() gameBootstrapResponse {
-	nodeDID := s.log.NodeDID()
-	// The owner acts for an identity unless its active binding names another
-	// node (commands.Actor.ActsFor); a step only proposes identities it can
-	// act for.
-	bound := func(id projections.SupervisedIdentity) bool {
-		b := id.ControllerBinding
-		return b != nil && b.Active && (b.NodeID == nil || *b.NodeID == "" || *b.NodeID == nodeDID)
-	}
-	first, anyIdentity := s.identities.Find(func(projections.SupervisedIdentity) bool { return true })
-	firstBound, anyBound := s.identities.Find(bound)
-	_, anyRole := s.identities.Find(func(id projections.SupervisedIdentity) bool { return id.Profile.Role != nil })
+// bootstrapState is what the guide reads of the node: the identities that the
+// steps name and the starter set's missions.
+type bootstrapState struct {
+	first, firstBound, claimer projections.SupervisedIdentity
+	anyIdentity, anyBound      bool
+	anyRole, canClaim          bool
+	claimMission               events.MissionRef
+	installed                  bool
+	starters                   []projections.MissionRecord
+}
 
-	starter, installed := s.gameState.Starter()
-	var starters []projections.MissionRecord
-	if installed {
-		for _, id := range starter.MissionIDs {
-			if m, ok := s.missions.Mission(id); ok {
-				starters = append(starters, m)
+// bootstrapState reads the state in one walk over the identities, in creation
+// order, which stops as soon as every question has its answer. Whom the owner
+// may act for and who may claim what are the commands' rules
+// (commands.Actor.ActsFor, commands.Mission.Claimable), asked, not restated.
+func (s *Server) bootstrapState() (bootstrapState, error) {
+	var st bootstrapState
+	starter, installed, err := s.gameState.Starter()
+	if err != nil {
+		return st, err
+	}
+	st.installed = installed
+	var open []events.MissionRef // created starter missions, in the set's order
+	for _, id := range starter.MissionIDs {
+		m, ok, err := s.missions.Mission(id)
+		if err != nil {
+			return st, err
+		}
+		if !ok {
+			continue
+		}
+		st.starters = append(st.starters, m)
+		if m.State == events.StateCreated {
+			ref, _, err := s.missions.MissionRef(id)
+			if err != nil {
+				return st, err
 			}
+			open = append(open, ref)
 		}
 	}
-	// reached reports whether some starter mission is in one of states.
-	reached := func(states ...string) bool {
-		for _, m := range starters {
-			for _, st := range states {
-				if m.State == st {
-					return true
+	owner := commands.Actor{Kind: commands.ActorOwner, Governs: s.governs}
+	nodeDID := s.log.NodeDID()
+	_, _, err = s.identities.Find(func(id projections.SupervisedIdentity) bool {
+		ref := id.Ref()
+		if !st.anyIdentity {
+			st.first, st.anyIdentity = id, true
+		}
+		st.anyRole = st.anyRole || id.Profile.Role != nil
+		if owner.ActsFor(nodeDID, ref) && commands.ActiveController(ref) {
+			if !st.anyBound {
+				st.firstBound, st.anyBound = id, true
+			}
+			for _, m := range open {
+				if !st.canClaim && s.mission.Claimable(owner, m, ref, id.Profile.Fields()) {
+					st.claimer, st.claimMission, st.canClaim = id, m, true
 				}
 			}
 		}
-		return false
-	}
-	// inState returns the first starter mission in state.
-	inState := func(state string) (projections.MissionRecord, bool) {
-		for _, m := range starters {
-			if m.State == state {
-				return m, true
-			}
-		}
-		return projections.MissionRecord{}, false
-	}
-	// The claim: the oldest bound identity that a created starter mission's
-	// role and faction admit, with the first such mission.
-	var claimMission projections.MissionRecord
-	claimer, canClaim := s.identities.Find(func(id projections.SupervisedIdentity) bool {
-		if !bound(id) {
-			return false
-		}
-		for _, m := range starters {
-			if m.State == events.StateCreated && admits(m.RequiredRole, id.Profile.Role) && admits(m.RequiredFaction, id.Profile.Faction) {
-				claimMission = m
-				return true
-			}
-		}
-		return false
+		return st.anyBound && st.anyRole && (st.canClaim || len(open) == 0)
 	})
+	return st, err
+}
 
+// reached reports whether some starter mission is in one of states.
+func (st *bootstrapState) reached(states ...string) bool {
+	for _, m := range st.starters {
+		if slices.Contains(states, m.State) {
+			return true
+		}
+	}
+	return false
+}
+
+// missionPath is the path of action on the first starter mission in state.
+func (st *bootstrapState) missionPath(state, action string) string {
+	for _, m := range st.starters {
+		if m.State == state {
+			return "/v1/core/missions/" + m.MissionID + "/" + action
+		}
+	}
+	return "/v1/core/missions/" + phMissionID + "/" + action
+}
+
+// bootstrapGuide computes the sequence from the read models.
+func (s *Server) bootstrapGuide() (gameBootstrapResponse, error) {
+	st, err := s.bootstrapState()
+	if err != nil {
+		return gameBootstrapResponse{}, err
+	}
+	first, anyIdentity, firstBound, anyBound := st.first, st.anyIdentity, st.firstBound, st.anyBound
+	packInstalled, err := s.gameState.PackInstalled(s.catalog.DefaultPack().ID)
+	if err != nil {
+		return gameBootstrapResponse{}, err
+	}
 	agentDID := func(id projections.SupervisedIdentity, ok bool) string {
 		if ok {
 			return id.AgentDID
@@ -136,14 +177,8 @@ func (s *Server) bootstrapGuide() gameBootstrapResponse {
 		profileFor, profileOK = first, anyIdentity
 	}
 	claimPath, claimBody := "/v1/core/missions/"+phMissionID+"/claim", map[string]any{"claimer": phPublicID}
-	if canClaim {
-		claimPath, claimBody = "/v1/core/missions/"+claimMission.MissionID+"/claim", map[string]any{"claimer": claimer.PublicID}
-	}
-	missionPath := func(state, action string) string {
-		if m, ok := inState(state); ok {
-			return "/v1/core/missions/" + m.MissionID + "/" + action
-		}
-		return "/v1/core/missions/" + phMissionID + "/" + action
+	if st.canClaim {
+		claimPath, claimBody = "/v1/core/missions/"+st.claimMission.MissionID+"/claim", map[string]any{"claimer": st.claimer.PublicID}
 	}
 	subnet := "its governed subnet"
 	if len(s.governs) > 0 {
@@ -184,14 +219,14 @@ func (s *Server) bootstrapGuide() gameBootstrapResponse {
 				"role":      {About: "the agent's role; most missions require one", Choices: s.catalog.RoleIDs()},
 				"strategy":  {About: "a hint to the runtime scheduler", Choices: s.catalog.StrategyIDs()},
 			},
-			Done: anyRole,
+			Done: st.anyRole,
 			Why:  "A claim checks the claimer's role and faction against the mission's; GET /v1/game/catalog describes each. The profile is replaced whole.",
 		},
 		{
 			ID: "install-starter-missions", Title: "Publish the starter missions",
 			Method: http.MethodPost, Path: "/v1/game/starter-missions/bootstrap",
 			Body: map[string]any{}, Placeholders: map[string]placeholder{},
-			Done: installed,
+			Done: st.installed,
 			Why:  "The starter set is small first contracts published by the government of " + subnet + ", one for each role and some for anyone. Safe to repeat.",
 		},
 		{
@@ -201,33 +236,33 @@ func (s *Server) bootstrapGuide() gameBootstrapResponse {
 				"mission_id": {About: "a created starter mission (GET /v1/game/starter-missions) whose required_role and required_faction the claimer's profile meets"},
 				"public_id":  {About: "the public_id of an agent with an active controller binding"},
 			},
-			Done: reached(events.StateClaimed, events.StateCompleted, events.StateSettled),
+			Done: st.reached(events.StateClaimed, events.StateCompleted, events.StateSettled),
 			Why:  "The claim gives the mission to the agent alone. The node proposes the oldest bound agent and the first created starter mission its role and faction admit.",
 		},
 		{
 			ID: "complete-starter-mission", Title: "Complete the claimed mission",
-			Method: http.MethodPost, Path: missionPath(events.StateClaimed, "complete"),
+			Method: http.MethodPost, Path: st.missionPath(events.StateClaimed, "complete"),
 			Body: map[string]any{"result": "{result}"},
 			Placeholders: map[string]placeholder{
 				"mission_id": {About: "the mission_id of the claimed starter mission"},
 				"result":     {About: "the agent's result, free text or serialised JSON, 1 to 262144 bytes"},
 			},
-			Done: reached(events.StateCompleted, events.StateSettled),
+			Done: st.reached(events.StateCompleted, events.StateSettled),
 			Why:  "The result is stored for the publisher to inspect before it settles.",
 		},
 		{
 			ID: "settle-starter-mission", Title: "Settle the completed mission",
-			Method: http.MethodPost, Path: missionPath(events.StateCompleted, "settle"),
+			Method: http.MethodPost, Path: st.missionPath(events.StateCompleted, "settle"),
 			Body:         map[string]any{},
 			Placeholders: map[string]placeholder{"mission_id": {About: "the mission_id of the completed starter mission"}},
-			Done:         reached(events.StateSettled),
+			Done:         st.reached(events.StateSettled),
 			Why:          "The owner settles as the governance actor of the publishing subnet; the reward is paid to the agent and the subnet treasury.",
 		},
 		{
 			ID: "install-mission-pack", Title: "Install the mission pack " + pack.ID,
 			Method: http.MethodPost, Path: "/v1/game/mission-pack/bootstrap",
 			Body: map[string]any{}, Placeholders: map[string]placeholder{},
-			Done: s.gameState.PackInstalled(pack.ID),
+			Done: packInstalled,
 			Why:  "After a first contract, the pack's guild work: missions that ask for a role and often a faction, and pay more. Safe to repeat.",
 		},
 	}
@@ -242,12 +277,7 @@ func (s *Server) bootstrapGuide() gameBootstrapResponse {
 			break
 		}
 	}
-	return resp
-}
-
-// admits reports whether a mission's requirement (nil: none) admits value.
-func admits(required, value *string) bool {
-	return required == nil || value != nil && *value == *required
+	return resp, nil
 }
 
 // prunePlaceholders drops the explanations of placeholders the node has filled

@@ -54,7 +54,7 @@ func TestConcurrentInstalls(t *testing.T) {
 	if _, total, _ := n.log.Query(eventlog.Query{Type: "mission.created", Limit: 1}); total != uint64(want) {
 		t.Errorf("%d missions on the chain, want %d", total, want)
 	}
-	if c := n.mread.Count(); c != want {
+	if c, err := n.mread.Count(); err != nil || c != want {
 		t.Errorf("%d missions in the read model, want %d", c, want)
 	}
 }

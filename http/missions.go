@@ -55,7 +55,7 @@ func (s *Server) handleListMissions(w http.ResponseWriter, r *http.Request, _ ht
 	if err != nil {
 		return err
 	}
-	ms, next, err := s.missions.List(f, cursor, limit)
+	ms, next, err := s.missions.List(f, projections.Page{Cursor: cursor, Limit: limit, Bytes: s.pageBytes})
 	if err != nil {
 		return cursorError(err)
 	}
@@ -121,7 +121,10 @@ func (s *Server) handleGetMission(w http.ResponseWriter, r *http.Request, ps htt
 	if id == myMissions {
 		return s.handleMyMissions(w, r)
 	}
-	rec, ok := s.missions.Mission(id)
+	rec, ok, err := s.missions.Mission(id)
+	if err != nil {
+		return err
+	}
 	if !ok {
 		return errMissionNotFound(id)
 	}
@@ -135,7 +138,9 @@ type myMissionsResponse struct {
 }
 
 // handleMyMissions lists the missions an identity claimed and those it
-// published, the newest limit (default 100) of each, oldest first. Like the
+// published, the newest limit (default 100) of each, oldest first, each list
+// within the page byte budget (a list it cut is marked with
+// PageTruncatedHeader). Like the
 // supervision home, the owner reads any identity's and an agent token only its
 // own identity's.
 func (s *Server) handleMyMissions(w http.ResponseWriter, r *http.Request) error {
@@ -148,7 +153,10 @@ func (s *Server) handleMyMissions(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	id, ok := s.identities.IdentityBySlug(slug)
+	id, ok, err := s.identities.IdentityBySlug(slug)
+	if err != nil {
+		return err
+	}
 	if !ok {
 		return commands.NotFound("identity_not_found", "public_id", "no identity has public_id %s", slug)
 	}
@@ -157,7 +165,13 @@ func (s *Server) handleMyMissions(w http.ResponseWriter, r *http.Request) error 
 			return err
 		}
 	}
-	claimed, published := s.missions.Mine(id.AgentDID, limit)
+	claimed, published, cut, err := s.missions.Mine(id.AgentDID, limit, s.pageBytes)
+	if err != nil {
+		return err
+	}
+	if cut {
+		w.Header().Set(PageTruncatedHeader, "true")
+	}
 	return writeJSON(w, myMissionsResponse{Claimed: claimed, Published: published})
 }
 
@@ -180,10 +194,13 @@ func missionTransition[In any](s *Server, step func(context.Context, commands.Ac
 
 // writeMission answers a write with the mission's full record.
 func (s *Server) writeMission(w http.ResponseWriter, missionID string) error {
-	rec, ok := s.missions.Mission(missionID)
+	rec, ok, err := s.missions.Mission(missionID)
+	if err != nil {
+		return err
+	}
 	if !ok {
-		// Appended but not in the read model: it is not fed by OnCommit, a
-		// wiring fault (500).
+		// Appended but not in the read model: the log does not fold into it,
+		// a wiring fault (500).
 		return fmt.Errorf("mission %s: appended but not in the read model", missionID)
 	}
 	return writeJSON(w, rec)
@@ -206,7 +223,7 @@ func (s *Server) handleSupervisionMissions(w http.ResponseWriter, r *http.Reques
 	if err != nil {
 		return err
 	}
-	ms, next, err := s.missions.Supervise(f, cursor, limit)
+	ms, next, err := s.missions.Supervise(f, projections.Page{Cursor: cursor, Limit: limit, Bytes: s.pageBytes})
 	if err != nil {
 		return cursorError(err)
 	}

@@ -2,7 +2,6 @@ package http
 
 import (
 	"bytes"
-	"context"
 	"crypto/ed25519"
 	"fmt"
 	"io"
@@ -14,9 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/civnode/civnode/commands"
+	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/eventlog"
-	"github.com/civnode/civnode/projections"
 )
 
 // BenchmarkHTTPCreateMission publishes missions over real HTTP on loopback
@@ -94,39 +92,17 @@ func BenchmarkHTTPCreateMission(b *testing.B) {
 	}
 }
 
-// benchNode serves a node with its log in a temporary directory (fsync on), the
-// identities and missions read and decision models and their commands.
+// benchNode serves a node wired by core.Open with its log in a temporary
+// directory (fsync on).
 func benchNode(b *testing.B) string {
 	b.Helper()
-	key := ed25519.NewKeyFromSeed(testSeed)
-	ids, idsD := projections.NewIdentities(), projections.NewIdentities()
-	ms, msD := projections.NewMissions(), projections.NewMissionDecisions()
-	l, err := eventlog.Open(eventlog.Options{Dir: b.TempDir(), Key: key, Logger: discardLogger(),
-		OnCommit: func(evs []eventlog.Event) {
-			ids.ApplyEvents(evs)
-			ms.ApplyEvents(evs)
-		},
-		OnSequenced: func(evs []eventlog.Event) {
-			idsD.ApplyEvents(evs)
-			msD.ApplyEvents(evs)
-		}})
+	c, err := core.Open(eventlog.Options{Dir: b.TempDir(), Key: ed25519.NewKeyFromSeed(testSeed), Logger: discardLogger()}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { l.Close() })
-	if err := projections.Rebuild(context.Background(), l, ids, idsD, ms, msD); err != nil {
-		b.Fatal(err)
-	}
-	identity, err := commands.NewIdentity(commands.IdentityOptions{Log: l, NodeKey: key, Identities: idsD, Controllers: idsD})
-	if err != nil {
-		b.Fatal(err)
-	}
-	mission, err := commands.NewMission(commands.MissionOptions{Log: l, Missions: msD, Identities: idsD, Profiles: idsD})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(New(Options{Log: l, OwnerToken: testToken, Logger: discardLogger(),
-		Identity: identity, Identities: ids, Mission: mission, Missions: ms}))
+	b.Cleanup(func() { c.Close() })
+	srv := httptest.NewServer(New(Options{Log: c.Log, OwnerToken: testToken, Logger: discardLogger(),
+		Identity: c.Identity, Identities: c.Identities, Mission: c.Mission, Missions: c.Missions}))
 	b.Cleanup(srv.Close)
 	return srv.URL
 }

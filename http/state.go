@@ -98,10 +98,14 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request, _ httproute
 		}
 		identity.ControllerBinding = &b
 	}
+	balance, err := s.nodeBalance()
+	if err != nil {
+		return err
+	}
 	return writeJSON(w, stateResponse{
 		Identity:    identity,
 		MemoryOwner: stateMemoryOwner{PublicKey: pub},
-		Balance:     s.nodeBalance(),
+		Balance:     balance,
 		Network: stateNetwork{
 			Status:  "not_configured",
 			Details: "/v1/client/network/status",
@@ -113,14 +117,21 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request, _ httproute
 }
 
 // nodeBalance computes stateBalance from the missions read model; zero without it.
-func (s *Server) nodeBalance() stateBalance {
+func (s *Server) nodeBalance() (stateBalance, error) {
 	if s.missions == nil {
-		return stateBalance{}
+		return stateBalance{}, nil
 	}
-	own := s.missions.Balance(s.log.NodeDID())
+	own, err := s.missions.Balance(s.log.NodeDID())
+	if err != nil {
+		return stateBalance{}, err
+	}
 	b := stateBalance{Credit: own.Credit, Reputation: own.Reputation, Capacity: own.Capacity}
 	for _, subnet := range s.governs {
-		b.Credit += s.missions.Treasury(subnet)
+		t, err := s.missions.Treasury(subnet)
+		if err != nil {
+			return stateBalance{}, err
+		}
+		b.Credit += t
 	}
-	return b
+	return b, nil
 }

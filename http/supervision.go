@@ -29,7 +29,7 @@ func (s *Server) handleSupervisionIdentities(w http.ResponseWriter, r *http.Requ
 	if err != nil {
 		return err
 	}
-	ids, next, err := s.identities.Supervise(cursor, limit)
+	ids, next, err := s.identities.Supervise(projections.Page{Cursor: cursor, Limit: limit, Bytes: s.pageBytes})
 	if err != nil {
 		return cursorError(err)
 	}
@@ -69,26 +69,41 @@ func (s *Server) handleSupervisionHome(w http.ResponseWriter, r *http.Request, _
 	if err != nil {
 		return err
 	}
-	rec, ok := s.identities.RecordBySlug(slug)
+	rec, ok, err := s.identities.RecordBySlug(slug)
+	if err != nil {
+		return err
+	}
 	if !ok {
 		return commands.NotFound("identity_not_found", "public_id", "no identity has public_id %s", slug)
 	}
 	if actor.Kind != commands.ActorOwner {
-		ref, _ := s.identities.IdentityByDID(rec.AgentDID)
-		if err := commands.RequireActsFor(actor, s.log.NodeDID(), ref); err != nil {
+		if err := commands.RequireActsFor(actor, s.log.NodeDID(), rec.Ref()); err != nil {
 			return err
 		}
 	}
-	profile, _ := s.identities.Profile(rec.AgentDID)
+	profile, _, err := s.identities.Profile(rec.AgentDID)
+	if err != nil {
+		return err
+	}
 	resp := homeResponse{Identity: rec, Profile: profile, ActiveMissions: []projections.MissionRecord{}, RecentEvents: []json.RawMessage{}}
 	if s.missions != nil {
-		resp.ActiveMissions = s.missions.Active(rec.AgentDID, homeActiveMissions)
+		if resp.ActiveMissions, err = s.missions.Active(rec.AgentDID, homeActiveMissions, s.pageBytes); err != nil {
+			return err
+		}
 	}
 	if h := profile.HomeSubnetID; h != nil {
-		resp.HomeSubnet = &homeSubnet{SubnetSummary: s.identities.Subnet(*h), ZoneID: profile.HomeZoneID,
+		sum, err := s.identities.Subnet(*h)
+		if err != nil {
+			return err
+		}
+		resp.HomeSubnet = &homeSubnet{SubnetSummary: sum, ZoneID: profile.HomeZoneID,
 			Governed: slices.Contains(s.governs, *h)}
 	}
-	for _, seq := range s.identities.RecentEvents(rec.AgentDID) {
+	recent, err := s.identities.RecentEvents(rec.AgentDID)
+	if err != nil {
+		return err
+	}
+	for _, seq := range recent {
 		ev, err := s.log.Event(seq)
 		if err != nil {
 			return fmt.Errorf("supervision home: %w", err)

@@ -1,26 +1,32 @@
 // Package projections holds civnode's read models: deterministic folds over the
-// event chain (missions, identities, bindings, profiles, balances, treasuries, game
-// state, registry tasks). A model's Apply is deterministic and its Reset discards
-// every state (the Model interface), so a model rebuilt by Rebuild — what `civnode
-// serve` does at start and `civnode replay` does alone — answers every query exactly
-// as one that followed the chain live. The chain wins any disagreement.
+// event chain (missions, identities, bindings, profiles, balances, treasuries,
+// game state), kept on disk in the event log's model space.
 //
-// # Read models and decision models
+// # One fold, two ways to read it
 //
-// A node feeds each model it queries from eventlog.Options.OnCommit: it sees durable
-// events only, before the appender is released, so a client that got a 2xx reads its
-// own write. Commands that must decide against current state (a slug must be free,
-// an exclusive controller unbound) need more: a second instance of the same model,
-// fed from eventlog.Options.OnSequenced, which sees each event as soon as the
-// sequencer has placed it. Commands read that decision model only inside
-// eventlog.Log.Decide, which runs on the sequencer too, so every decision sees every
-// decision before it and two conflicting commands never both succeed. Both instances
-// fold the same events in the same order; the decision model is merely ahead by the
-// events that are not yet durable. If those never become durable the log fails
-// stop and the node takes no more writes, so the two cannot drift apart in service.
+// Folder is the eventlog.Folder a node opens its log with. The log folds each
+// event into every model on its sequencer, as soon as the event has its place in
+// the chain, and commits the models' writes in the same Pebble batch as the
+// event, together with the seq they have applied. So the models are never
+// behind the chain in service, a crash cannot tear them from it, and a restart
+// has nothing to replay. Fold is deterministic and holds no state of its own;
+// a rebuild (eventlog.Log.RebuildModels, `civnode replay`, or a change of
+// Version at start) folds the chain into a fresh key space and discards what
+// was there, as hashicorp/raft's FSM Restore does. The chain wins any
+// disagreement.
 //
-// Models apply each seq once (an event at or below the last applied seq is
-// ignored), hold their state behind a sync.RWMutex and return copies, never
-// references into their state. Event payload types come from eventlog/events; this
+// Missions, Identities and Game are the queries over that state. Made with
+// NewX they read a durable snapshot (eventlog.ModelView): a client that got a
+// 2xx reads its own write, and nothing that is not durable is ever shown.
+// Their Decisions() read the newest state instead, which includes events the
+// sequencer has folded but not yet made durable: commands consult it inside
+// eventlog.Log.Decide, where every decision sees every decision before it, so
+// two conflicting commands never both succeed. It is one model read at two
+// points in time, not two models.
+//
+// Every query returns an error: a failed read of the store is a failure to
+// report, never an empty answer. Memory holds no entity: each query reads what
+// it needs through Pebble's block cache. The key layout of each model is in the
+// comment of its type. Event payload types come from eventlog/events; this
 // package imports only eventlog.
 package projections

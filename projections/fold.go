@@ -8,22 +8,53 @@ import (
 	"github.com/civnode/civnode/eventlog"
 )
 
-// fold is the part of Apply every model shares: an event at or below the last
-// seq applied is ignored (feeding an event twice is harmless), the model's own
-// handler folds the rest, and an event the handler cannot apply changes nothing,
-// is counted in skipped and reported. A handler returns errNotOurs for an event
-// that is none of its business, including types it does not fold.
-func fold(ev *eventlog.Event, seq, skipped *uint64, handle func(*eventlog.Event) error) error {
-	if ev.Seq <= *seq {
-		return nil
+// Version is the layout of the state the models keep in the log's model space.
+// Change it with any change to a key or a stored value, or to what a fold
+// makes of an event: the node then rebuilds every model from the chain at start.
+const Version = "2"
+
+// Folder folds the chain into every read model; it is the eventlog.Folder a
+// node opens its log with. It holds no state: everything lives in the model
+// space, written in the batch of the event it comes from.
+type Folder struct{}
+
+var _ eventlog.Folder = Folder{}
+
+// Version is the models' layout (Version).
+func (Folder) Version() string { return Version }
+
+// folds are the models, each with the key of its skipped-event counter.
+var folds = []struct {
+	skipped []byte
+	handle  func(w writer, ev *eventlog.Event) error
+}{
+	{key(identitySkipped), foldIdentity},
+	{key(missionSkipped), foldMission},
+	{key(gameSkipped), foldGame},
+}
+
+// Fold applies ev to every model. Apply is deterministic: the state depends only
+// on the events folded, in seq order. A model that cannot apply an event (a
+// malformed payload, a step its state machine forbids) changes nothing and
+// counts the event among its skipped ones; the chain holds no such event when
+// only civnode's commands wrote it. Only a failure of the store is an error,
+// and it fails the log.
+func (Folder) Fold(tx *eventlog.ModelTxn, ev *eventlog.Event) error {
+	for _, f := range folds {
+		mark := tx.Mark()
+		err := f.handle(tx, ev)
+		if err == nil || errors.Is(err, errNotOurs) {
+			continue
+		}
+		tx.Rollback(mark)
+		if errors.Is(err, errStore) {
+			return fmt.Errorf("apply %s at seq %d: %w", ev.Type, ev.Seq, err)
+		}
+		if err := add(tx, f.skipped, 1); err != nil {
+			return err
+		}
 	}
-	*seq = ev.Seq
-	err := handle(ev)
-	if err == nil || errors.Is(err, errNotOurs) {
-		return nil
-	}
-	*skipped++
-	return fmt.Errorf("apply %s at seq %d: %w", ev.Type, ev.Seq, err)
+	return nil
 }
 
 // errNotOurs marks an event a model does not fold: another model's type, or an
@@ -36,4 +67,15 @@ func decodePayload(ev *eventlog.Event, v any) error {
 		return fmt.Errorf("decode payload: %w", err)
 	}
 	return nil
+}
+
+// skipped reads a skipped-event counter.
+func skipped(src Source, k []byte) (uint64, error) {
+	v, err := view(src)
+	if err != nil {
+		return 0, err
+	}
+	defer v.Close()
+	n, err := counter(v, k)
+	return uint64(n), err
 }

@@ -3,32 +3,24 @@ package projections
 import (
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
 
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/eventlog/events"
 )
 
-// Game is the read model of the game layer: whether the starter set is
-// installed and which mission packs are, each with the missions it published.
-// It folds game.starter_missions.installed and game.mission_pack.installed;
-// other events leave it as it is. The missions themselves are the missions
-// model's.
+// Game answers the game layer's queries from the game read model: whether the
+// starter set is installed and which mission packs are, each with the missions
+// it published. The model folds game.starter_missions.installed and
+// game.mission_pack.installed; other events leave it as it is. The missions
+// themselves are the missions model's.
 //
-// Like the other models a node runs two: the read model follows durable events
-// (eventlog.Options.OnCommit) and answers queries; the decision model follows
-// the sequencer (OnSequenced) and is what the game commands consult inside
-// eventlog.Log.Decide (StarterInstalled, PackInstalled). Both are NewGame: the
-// model is small enough that the decision side needs no leaner variant.
-type Game struct {
-	mu      sync.RWMutex
-	seq     uint64 // the last event applied
-	skipped uint64 // events of our types that could not be applied
-
-	starter *GameInstall
-	packs   []*GameInstall // in install order
-}
+// Its state lives in the log's model space under these keys:
+//
+//	g/s                 the starter set's GameInstall (JSON)
+//	g/p 0 <pack_id>     a mission pack's GameInstall
+//	g/o 0 <seq>         pack_id, in install order
+//	g/k                 events the model could not apply
+type Game struct{ queries }
 
 // GameInstall is one installed set, as its installed event recorded it.
 type GameInstall struct {
@@ -49,85 +41,57 @@ type GameInstall struct {
 	MissionIDs  []string
 }
 
-// NewGame returns an empty model.
-func NewGame() *Game { return &Game{} }
+// Key tags of the game model.
+const (
+	gameStarter = "g/s"
+	gamePack    = "g/p"
+	gameOrder   = "g/o"
+	gameSkipped = "g/k"
+)
 
-// Reset discards every state, as before the first event.
-func (p *Game) Reset() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.seq, p.skipped, p.starter, p.packs = 0, 0, nil, nil
-}
+// NewGame returns the queries of the game model kept in src; they see durable
+// state only.
+func NewGame(src Source) *Game { return &Game{queries{src: src}} }
 
-// Seq is the seq of the last event applied.
-func (p *Game) Seq() uint64 {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return p.seq
-}
+// Decisions returns the same model read at its newest state, sequenced events
+// included: what commands consult inside eventlog.Log.Decide.
+func (p *Game) Decisions() *Game { return &Game{p.decisions()} }
 
 // Skipped counts game events that could not be applied. It stays 0 on a chain
 // written by civnode's commands; anything else is a bug to report.
-func (p *Game) Skipped() uint64 {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return p.skipped
-}
+func (p *Game) Skipped() (uint64, error) { return skipped(p.src, key(gameSkipped)) }
 
-// ApplyEvents applies events in order. Its signature fits eventlog.Options.OnCommit
-// and OnSequenced. Events that cannot be applied are counted in Skipped.
-func (p *Game) ApplyEvents(evs []eventlog.Event) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i := range evs {
-		p.apply(&evs[i])
-	}
-}
-
-// Apply folds one event into the model. It is deterministic, ignores events at
-// or below the last seq applied, and refuses (changes nothing, counts in
-// Skipped, returns an error) a malformed installed event or a second install
-// of the starter set or of one pack; the chain holds no such event when only
-// civnode's commands wrote it.
-func (p *Game) Apply(ev eventlog.Event) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.apply(&ev)
-}
-
-func (p *Game) apply(ev *eventlog.Event) error {
-	return fold(ev, &p.seq, &p.skipped, p.handle)
-}
-
-// handle folds one event of this model's types.
-func (p *Game) handle(ev *eventlog.Event) error {
+// foldGame folds one event into the game model. A malformed installed event or
+// a second install of the starter set or of one pack is refused.
+func foldGame(w writer, ev *eventlog.Event) error {
 	switch ev.Type {
 	case events.TypeGameStarterMissionsInstalled:
-		return p.applyStarter(ev)
+		return applyStarter(w, ev)
 	case events.TypeGameMissionPackInstalled:
-		return p.applyPack(ev)
+		return applyPack(w, ev)
 	default:
 		return errNotOurs
 	}
 }
 
-func (p *Game) applyStarter(ev *eventlog.Event) error {
+func applyStarter(w writer, ev *eventlog.Event) error {
 	var pl events.StarterMissionsInstalled
 	if err := decodePayload(ev, &pl); err != nil {
 		return err
 	}
-	if p.starter != nil {
+	if _, ok, err := w.Get(key(gameStarter)); err != nil {
+		return storeErr(err)
+	} else if ok {
 		return errors.New("the starter set is installed already")
 	}
 	in, err := newInstall(ev, "", pl.CatalogVersion, pl.SubnetID, pl.InstalledBy, pl.TemplateIDs, pl.MissionIDs)
 	if err != nil {
 		return err
 	}
-	p.starter = in
-	return nil
+	return store(w, key(gameStarter), in)
 }
 
-func (p *Game) applyPack(ev *eventlog.Event) error {
+func applyPack(w writer, ev *eventlog.Event) error {
 	var pl events.MissionPackInstalled
 	if err := decodePayload(ev, &pl); err != nil {
 		return err
@@ -135,15 +99,17 @@ func (p *Game) applyPack(ev *eventlog.Event) error {
 	if pl.PackID == "" {
 		return errors.New("no pack_id")
 	}
-	if p.pack(pl.PackID) != nil {
+	if _, ok, err := w.Get(key(gamePack, pl.PackID)); err != nil {
+		return storeErr(err)
+	} else if ok {
 		return fmt.Errorf("mission pack %s is installed already", pl.PackID)
 	}
 	in, err := newInstall(ev, pl.PackID, pl.CatalogVersion, pl.SubnetID, pl.InstalledBy, pl.TemplateIDs, pl.MissionIDs)
 	if err != nil {
 		return err
 	}
-	p.packs = append(p.packs, in)
-	return nil
+	w.Set(seqKey(append(key(gameOrder), 0), ev.Seq), []byte(pl.PackID))
+	return store(w, key(gamePack, pl.PackID), in)
 }
 
 func newInstall(ev *eventlog.Event, packID, version, subnet, by string, templateIDs, missionIDs []string) (*GameInstall, error) {
@@ -156,70 +122,60 @@ func newInstall(ev *eventlog.Event, packID, version, subnet, by string, template
 		return nil, errors.New("no subnet_id")
 	}
 	return &GameInstall{PackID: packID, CatalogVersion: version, SubnetID: subnet, InstalledBy: by,
-		InstalledAt: ev.Timestamp, EventID: ev.ID,
-		TemplateIDs: slices.Clone(templateIDs), MissionIDs: slices.Clone(missionIDs)}, nil
+		InstalledAt: ev.Timestamp, EventID: ev.ID, TemplateIDs: templateIDs, MissionIDs: missionIDs}, nil
 }
 
-// pack returns the installed pack id; nil if none. The caller holds the lock.
-func (p *Game) pack(id string) *GameInstall {
-	for _, in := range p.packs {
-		if in.PackID == id {
-			return in
-		}
+// install loads the install under k.
+func (p *Game) install(k []byte) (GameInstall, bool, error) {
+	r, done, err := p.reader()
+	if err != nil {
+		return GameInstall{}, false, err
 	}
-	return nil
+	defer done()
+	var in GameInstall
+	ok, err := load(r, k, &in)
+	return in, ok, err
 }
 
 // StarterInstalled reports whether the starter set is installed
 // (commands.GameReader).
-func (p *Game) StarterInstalled() bool {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return p.starter != nil
+func (p *Game) StarterInstalled() (bool, error) {
+	_, ok, err := p.install(key(gameStarter))
+	return ok, err
 }
 
 // PackInstalled reports whether mission pack id is installed
 // (commands.GameReader).
-func (p *Game) PackInstalled(id string) bool {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return p.pack(id) != nil
+func (p *Game) PackInstalled(id string) (bool, error) {
+	_, ok, err := p.install(key(gamePack, id))
+	return ok, err
 }
 
 // Starter returns the starter set's installation.
-func (p *Game) Starter() (GameInstall, bool) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.starter == nil {
-		return GameInstall{}, false
-	}
-	return p.starter.clone(), true
-}
+func (p *Game) Starter() (GameInstall, bool, error) { return p.install(key(gameStarter)) }
 
 // Pack returns the installation of mission pack id.
-func (p *Game) Pack(id string) (GameInstall, bool) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	in := p.pack(id)
-	if in == nil {
-		return GameInstall{}, false
-	}
-	return in.clone(), true
-}
+func (p *Game) Pack(id string) (GameInstall, bool, error) { return p.install(key(gamePack, id)) }
 
 // Packs returns every installed pack, in install order.
-func (p *Game) Packs() []GameInstall {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	out := make([]GameInstall, len(p.packs))
-	for i, in := range p.packs {
-		out[i] = in.clone()
+func (p *Game) Packs() ([]GameInstall, error) {
+	v, err := view(p.src)
+	if err != nil {
+		return nil, err
 	}
-	return out
-}
-
-func (in *GameInstall) clone() GameInstall {
-	c := *in
-	c.TemplateIDs, c.MissionIDs = slices.Clone(in.TemplateIDs), slices.Clone(in.MissionIDs)
-	return c
+	defer v.Close()
+	out := []GameInstall{}
+	lo, hi := under(key(gameOrder))
+	err = v.Scan(lo, hi, false, func(_, id []byte) (bool, error) {
+		var in GameInstall
+		if _, err := load(v, key(gamePack, string(id)), &in); err != nil {
+			return false, err
+		}
+		out = append(out, in)
+		return true, nil
+	})
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	return out, nil
 }

@@ -2,195 +2,270 @@ package projections
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/eventlog/events"
 )
 
-// ApplyEvents applies events in order. Its signature fits eventlog.Options.OnCommit
-// and OnSequenced. Events that cannot be applied are counted in Skipped.
-func (p *Identities) ApplyEvents(evs []eventlog.Event) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i := range evs {
-		p.apply(&evs[i])
-	}
-}
-
-// Apply folds one event into the model. It is deterministic: the state depends
-// only on the events applied, in seq order. An event at or below the last seq
-// applied is ignored, so feeding an event twice is harmless. An event of one of
-// this model's types whose payload is malformed or contradicts the state (an
-// update of an unknown agent, a slug held by another) changes nothing and is
-// reported as an error; the chain holds no such event when only civnode's
-// commands wrote it.
-func (p *Identities) Apply(ev eventlog.Event) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.apply(&ev)
-}
-
-func (p *Identities) apply(ev *eventlog.Event) error {
-	return fold(ev, &p.seq, &p.skipped, p.handle)
-}
-
-// handle folds one event of this model's types.
-func (p *Identities) handle(ev *eventlog.Event) error {
+// foldIdentity folds one event into the identities model. An event of one of
+// its types whose payload is malformed or contradicts the state (an update of
+// an unknown agent, a slug held by another) is refused: the caller rolls back
+// whatever the handler wrote and counts it.
+func foldIdentity(w writer, ev *eventlog.Event) error {
 	switch ev.Type {
 	case events.TypeIdentityBootstrapped:
-		return p.applyBootstrapped(ev)
+		return applyBootstrapped(w, ev)
 	case events.TypeIdentityUpdated:
-		return p.applyIdentityUpdated(ev)
+		return applyIdentityUpdated(w, ev)
 	case events.TypeControllerBindingUpdated:
-		return p.applyBinding(ev)
+		return applyBinding(w, ev)
 	case events.TypeProfileUpdated:
-		return p.applyProfile(ev)
+		return applyProfile(w, ev)
 	case events.TypeMissionAccepted:
-		return p.applyClaim(ev)
+		return applyClaim(w, ev)
 	case events.TypePaymentSettled:
-		return p.applyPayment(ev)
+		return applyIdentityPayment(w, ev)
 	default:
 		return errNotOurs
 	}
 }
 
-// agent finds the identity an update is about.
-func (p *Identities) agent(did string) (*identity, error) {
-	id, ok := p.byDID[did]
+// agent loads the identity an update is about.
+func agent(r reader, did string) (*identityState, error) {
+	id := &identityState{}
+	ok, err := load(r, key(identityRecord, did), id)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
 		return nil, fmt.Errorf("unknown agent %s", did)
 	}
 	return id, nil
 }
 
-func (p *Identities) applyBootstrapped(ev *eventlog.Event) error {
+// saveIdentity records ev among id's recent events and stores id.
+func saveIdentity(w writer, id *identityState, ev *eventlog.Event) error {
+	if len(id.Recent) == recentEvents {
+		id.Recent = slices.Delete(id.Recent, 0, 1)
+	}
+	id.Recent = append(id.Recent, ev.Seq)
+	return store(w, key(identityRecord, id.DID), id)
+}
+
+// slugHolder returns the agent_did holding publicID, "" if none.
+func slugHolder(r reader, publicID string) (string, error) {
+	b, ok, err := r.Get(key(identitySlug, publicID))
+	if err != nil {
+		return "", storeErr(err)
+	}
+	if !ok {
+		return "", nil
+	}
+	return string(b), nil
+}
+
+// count adds d to the metric counter of name and value; a nil value counts nothing.
+func count(w writer, name string, value *string, d int64) error {
+	if value == nil {
+		return nil
+	}
+	return add(w, key(identityCount, name, *value), d)
+}
+
+var noValue = new(string) // the value of a metric that has none, such as the identity count
+
+func applyBootstrapped(w writer, ev *eventlog.Event) error {
 	var pl events.IdentityBootstrapped
 	if err := decodePayload(ev, &pl); err != nil {
 		return err
 	}
-	if _, dup := p.byDID[pl.AgentDID]; dup {
+	if _, ok, err := w.Get(key(identityRecord, pl.AgentDID)); err != nil {
+		return storeErr(err)
+	} else if ok {
 		return fmt.Errorf("agent %s exists", pl.AgentDID)
 	}
-	if _, dup := p.bySlug[pl.PublicID]; dup {
+	if holder, err := slugHolder(w, pl.PublicID); err != nil {
+		return err
+	} else if holder != "" {
 		return fmt.Errorf("public_id %s is taken", pl.PublicID)
 	}
-	id := &identity{
-		seq: ev.Seq, did: pl.AgentDID, publicID: pl.PublicID, displayName: pl.DisplayName,
-		capabilities: []string{}, subnets: []string{},
-		createdAt: ev.Timestamp, updatedAt: ev.Timestamp,
-		profile: profile{ProfileUpdated: events.ProfileUpdated{AgentDID: pl.AgentDID}, updatedAt: ev.Timestamp},
+	id := &identityState{
+		Seq: ev.Seq, DID: pl.AgentDID, PublicID: pl.PublicID, DisplayName: pl.DisplayName,
+		Capabilities: []string{}, Subnets: []string{},
+		CreatedAt: ev.Timestamp, UpdatedAt: ev.Timestamp,
+		Profile: profileState{ProfileUpdated: events.ProfileUpdated{AgentDID: pl.AgentDID}, UpdatedAt: ev.Timestamp},
 	}
-	p.byDID[id.did] = id
-	p.bySlug[id.publicID] = id
-	p.order = append(p.order, id)
-	id.remember(ev.Seq)
-	return nil
+	w.Set(key(identitySlug, id.PublicID), []byte(id.DID))
+	w.Set(seqKey(append(key(identityOrder), 0), id.Seq), []byte(id.DID))
+	if err := count(w, metricIdentities, noValue, 1); err != nil {
+		return err
+	}
+	return saveIdentity(w, id, ev)
 }
 
-func (p *Identities) applyIdentityUpdated(ev *eventlog.Event) error {
+func applyIdentityUpdated(w writer, ev *eventlog.Event) error {
 	var pl events.IdentityUpdated
 	if err := decodePayload(ev, &pl); err != nil {
 		return err
 	}
-	id, err := p.agent(pl.AgentDID)
+	id, err := agent(w, pl.AgentDID)
 	if err != nil {
 		return err
 	}
-	if other, taken := p.bySlug[pl.PublicID]; taken && other != id {
+	if holder, err := slugHolder(w, pl.PublicID); err != nil {
+		return err
+	} else if holder != "" && holder != id.DID {
 		return fmt.Errorf("public_id %s is taken", pl.PublicID)
 	}
-	delete(p.bySlug, id.publicID)
-	p.bySlug[pl.PublicID] = id
-	for _, s := range id.subnets {
-		decrement(p.members, s)
+	w.Delete(key(identitySlug, id.PublicID))
+	w.Set(key(identitySlug, pl.PublicID), []byte(id.DID))
+	for _, s := range id.Subnets {
+		if err := count(w, metricMember, &s, -1); err != nil {
+			return err
+		}
 	}
-	id.publicID, id.displayName = pl.PublicID, pl.DisplayName
-	id.modelProvider, id.walletAdapter = pl.ModelProvider, pl.WalletAdapter
-	id.capabilities = nonNil(pl.CapabilitiesGranted)
-	id.subnets = nonNil(pl.SubnetMemberships)
-	for _, s := range id.subnets {
-		p.members[s]++
+	id.PublicID, id.DisplayName = pl.PublicID, pl.DisplayName
+	id.ModelProvider, id.WalletAdapter = pl.ModelProvider, pl.WalletAdapter
+	id.Capabilities = nonNil(pl.CapabilitiesGranted)
+	id.Subnets = nonNil(pl.SubnetMemberships)
+	for _, s := range id.Subnets {
+		if err := count(w, metricMember, &s, 1); err != nil {
+			return err
+		}
 	}
-	id.updatedAt = ev.Timestamp
-	id.remember(ev.Seq)
+	id.UpdatedAt = ev.Timestamp
+	return saveIdentity(w, id, ev)
+}
+
+// holder is one agent actively bound to a controller_ref (key i/c).
+type holder struct {
+	Seq uint64 `json:"seq"` // the agent's creation seq
+	DID string `json:"did"`
+}
+
+// bindingCounts adds d to the binding metrics b contributes to.
+func bindingCounts(w writer, b *bindingState, d int64) error {
+	if b == nil {
+		return nil
+	}
+	if err := count(w, metricBindings, noValue, d); err != nil || !b.Active {
+		return err
+	}
+	if err := count(w, metricActive, noValue, d); err != nil {
+		return err
+	}
+	if err := count(w, metricKind, &b.ControllerKind, d); err != nil {
+		return err
+	}
+	if b.OwnershipScope == events.ScopeShared {
+		return count(w, metricShared, noValue, d)
+	}
 	return nil
 }
 
-func (p *Identities) applyBinding(ev *eventlog.Event) error {
+func applyBinding(w writer, ev *eventlog.Event) error {
 	var pl events.ControllerBindingUpdated
 	if err := decodePayload(ev, &pl); err != nil {
 		return err
 	}
-	id, err := p.agent(pl.AgentDID)
+	id, err := agent(w, pl.AgentDID)
 	if err != nil {
 		return err
 	}
 	created := ev.Timestamp
-	if old := id.binding; old != nil {
-		created = old.createdAt
+	if old := id.Binding; old != nil {
+		created = old.CreatedAt
 		if old.Active {
-			p.unbindRef(old.ControllerRef, id.did)
+			if err := updateHolders(w, old.ControllerRef, func(hs []holder) []holder {
+				return slices.DeleteFunc(hs, func(h holder) bool { return h.DID == id.DID })
+			}); err != nil {
+				return err
+			}
 		}
 	}
-	id.binding = &binding{ControllerBindingUpdated: pl, createdAt: created, updatedAt: ev.Timestamp}
+	if err := bindingCounts(w, id.Binding, -1); err != nil {
+		return err
+	}
+	id.Binding = &bindingState{ControllerBindingUpdated: pl, CreatedAt: created, UpdatedAt: ev.Timestamp}
+	if err := bindingCounts(w, id.Binding, 1); err != nil {
+		return err
+	}
 	if pl.Active {
-		holders := p.refs[pl.ControllerRef]
-		if holders == nil {
-			holders = map[string]struct{}{}
-			p.refs[pl.ControllerRef] = holders
+		if err := updateHolders(w, pl.ControllerRef, func(hs []holder) []holder {
+			i, _ := slices.BinarySearchFunc(hs, id.Seq, func(h holder, seq uint64) int { return compareSeq(h.Seq, seq) })
+			return slices.Insert(hs, i, holder{Seq: id.Seq, DID: id.DID})
+		}); err != nil {
+			return err
 		}
-		holders[id.did] = struct{}{}
 	}
-	id.updatedAt = ev.Timestamp
-	id.remember(ev.Seq)
-	return nil
+	id.UpdatedAt = ev.Timestamp
+	return saveIdentity(w, id, ev)
 }
 
-func (p *Identities) unbindRef(ref, did string) {
-	holders := p.refs[ref]
-	delete(holders, did)
-	if len(holders) == 0 {
-		delete(p.refs, ref)
+// updateHolders rewrites the agents bound to ref with change.
+func updateHolders(w writer, ref string, change func([]holder) []holder) error {
+	k := key(identityRef, ref)
+	var hs []holder
+	if _, err := load(w, k, &hs); err != nil {
+		return err
 	}
+	if hs = change(hs); len(hs) == 0 {
+		w.Delete(k)
+		return nil
+	}
+	return store(w, k, hs)
 }
 
-func (p *Identities) applyProfile(ev *eventlog.Event) error {
+func applyProfile(w writer, ev *eventlog.Event) error {
 	var pl events.ProfileUpdated
 	if err := decodePayload(ev, &pl); err != nil {
 		return err
 	}
-	id, err := p.agent(pl.AgentDID)
+	id, err := agent(w, pl.AgentDID)
 	if err != nil {
 		return err
 	}
-	if h := id.profile.HomeSubnetID; h != nil {
-		decrement(p.homes, *h)
+	if err := profileCounts(w, &id.Profile.ProfileUpdated, -1); err != nil {
+		return err
 	}
-	id.profile = profile{ProfileUpdated: pl, updatedAt: ev.Timestamp}
-	if h := pl.HomeSubnetID; h != nil {
-		p.homes[*h]++
+	id.Profile = profileState{ProfileUpdated: pl, UpdatedAt: ev.Timestamp}
+	if err := profileCounts(w, &pl, 1); err != nil {
+		return err
 	}
-	id.remember(ev.Seq)
+	return saveIdentity(w, id, ev)
+}
+
+// profileCounts adds d to the metrics p contributes to.
+func profileCounts(w writer, p *events.ProfileUpdated, d int64) error {
+	for _, c := range []struct {
+		name  string
+		value *string
+	}{{metricFaction, p.Faction}, {metricRole, p.Role}, {metricStrategy, p.Strategy}, {metricHome, p.HomeSubnetID}} {
+		if err := count(w, c.name, c.value, d); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
 // applyClaim remembers a claim among the claimer's recent events.
-func (p *Identities) applyClaim(ev *eventlog.Event) error {
+func applyClaim(w writer, ev *eventlog.Event) error {
 	var pl events.MissionAccepted
 	if err := decodePayload(ev, &pl); err != nil {
 		return err
 	}
-	id, err := p.agent(pl.ClaimerDID)
+	id, err := agent(w, pl.ClaimerDID)
 	if err != nil {
 		return err
 	}
-	id.remember(ev.Seq)
-	return nil
+	return saveIdentity(w, id, ev)
 }
 
-// applyPayment adds a settled mission's reward to the paid agent's stats. A
-// payment.settled that names no mission (an x402 receipt) is not about stats.
-func (p *Identities) applyPayment(ev *eventlog.Event) error {
+// applyIdentityPayment adds a settled mission's reward to the paid agent's
+// stats. A payment.settled that names no mission (an x402 receipt) is not about
+// stats.
+func applyIdentityPayment(w writer, ev *eventlog.Event) error {
 	var pl events.PaymentSettled
 	if err := decodePayload(ev, &pl); err != nil {
 		return err
@@ -198,38 +273,32 @@ func (p *Identities) applyPayment(ev *eventlog.Event) error {
 	if pl.MissionID == "" {
 		return errNotOurs
 	}
-	id, err := p.agent(pl.ToDID)
+	id, err := agent(w, pl.ToDID)
 	if err != nil {
 		return err
 	}
-	id.stats.Credit += pl.AgentCredit
-	id.stats.Reputation += pl.Reputation
-	id.stats.Capacity += pl.Capacity
-	id.stats.MissionsCompleted++
-	id.remember(ev.Seq)
-	return nil
+	var totals Stats
+	if _, err := load(w, key(identityTotals), &totals); err != nil {
+		return err
+	}
+	for _, s := range []*Stats{&id.Stats, &totals} {
+		s.Credit += pl.AgentCredit
+		s.Reputation += pl.Reputation
+		s.Capacity += pl.Capacity
+		s.MissionsCompleted++
+	}
+	if err := store(w, key(identityTotals), totals); err != nil {
+		return err
+	}
+	return saveIdentity(w, id, ev)
 }
 
-// remember records seq among the agent's recent events, dropping the oldest.
-func (id *identity) remember(seq uint64) {
-	if len(id.recent) == recentEvents {
-		copy(id.recent, id.recent[1:])
-		id.recent = id.recent[:recentEvents-1]
+func compareSeq(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
 	}
-	id.recent = append(id.recent, seq)
-}
-
-func decrement(m map[string]int, k string) {
-	if m[k] <= 1 {
-		delete(m, k)
-		return
-	}
-	m[k]--
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
+	return 0
 }

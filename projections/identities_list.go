@@ -4,11 +4,14 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
-	"sort"
+	"fmt"
+	"math"
+
+	"github.com/civnode/civnode/eventlog"
 )
 
 // ErrBadCursor is a cursor this model did not hand out.
-var ErrBadCursor = errors.New("bad cursor")
+var ErrBadCursor = errors.New("projections: bad cursor")
 
 // A cursor is opaque to clients. It holds the creation seq of the last identity of
 // the page it ends: identities are listed in creation order and a new one always
@@ -37,33 +40,80 @@ func decodeCursor(s string) (uint64, error) {
 	return binary.BigEndian.Uint64(b[1:]), nil
 }
 
-// page returns the identities after cursor, at most limit, and the cursor of the
-// next page ("" when this page reaches the end). The caller holds the read lock.
-func (p *Identities) page(cursor string, limit int) ([]*identity, string, error) {
-	after, err := decodeCursor(cursor)
+// each calls fn for each identity created after seq after, in creation order,
+// until fn returns false.
+func eachIdentity(v *eventlog.ModelView, after uint64, fn func(*identityState) (bool, error)) error {
+	prefix := append(key(identityOrder), 0)
+	lower := prefix
+	if after < math.MaxUint64 {
+		lower = seqKey(prefix, after+1)
+	}
+	_, upper := under(key(identityOrder))
+	return v.Scan(lower, upper, false, func(_, did []byte) (bool, error) {
+		id := &identityState{}
+		ok, err := load(v, key(identityRecord, string(did)), id)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			return false, storeErr(fmt.Errorf("identity order names %s, which has no record", did))
+		}
+		return fn(id)
+	})
+}
+
+// page returns the identities after pg.Cursor, and the cursor of the next page
+// ("" when this page reaches the end).
+func (p *Identities) page(pg Page) ([]*identityState, string, error) {
+	after, err := decodeCursor(pg.Cursor)
 	if err != nil {
 		return nil, "", err
 	}
-	if limit < 1 {
-		limit = 1
+	limit := max(pg.Limit, 1)
+	v, err := view(p.src)
+	if err != nil {
+		return nil, "", err
 	}
-	start := sort.Search(len(p.order), func(i int) bool { return p.order[i].seq > after })
-	end := min(start+limit, len(p.order))
-	ids := p.order[start:end]
+	defer v.Close()
+	var ids []*identityState
+	more, size := false, 0
+	err = eachIdentity(v, after, func(id *identityState) (bool, error) {
+		n := identitySize(id)
+		if len(ids) == limit || pg.Bytes > 0 && len(ids) > 0 && size+n > pg.Bytes {
+			more = true
+			return false, nil
+		}
+		size += n
+		ids = append(ids, id)
+		return true, nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
 	next := ""
-	if end < len(p.order) {
-		next = encodeCursor(ids[len(ids)-1].seq)
+	if more {
+		next = encodeCursor(ids[len(ids)-1].Seq)
 	}
 	return ids, next, nil
 }
 
-// List returns up to limit identity records in creation order after cursor, and
-// the cursor of the next page ("" at the end). A cursor that was not handed out
-// is ErrBadCursor.
-func (p *Identities) List(cursor string, limit int) ([]IdentityRecord, string, error) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	ids, next, err := p.page(cursor, limit)
+// identitySize estimates an identity's size in a response.
+func identitySize(id *identityState) int {
+	n := 1024 + len(id.DisplayName)
+	for _, s := range id.Capabilities {
+		n += len(s) + 3
+	}
+	for _, s := range id.Subnets {
+		n += len(s) + 3
+	}
+	return n
+}
+
+// List returns identity records in creation order after pg.Cursor, and the
+// cursor of the next page ("" at the end). A cursor that was not handed out is
+// ErrBadCursor.
+func (p *Identities) List(pg Page) ([]IdentityRecord, string, error) {
+	ids, next, err := p.page(pg)
 	if err != nil {
 		return nil, "", err
 	}
@@ -75,39 +125,48 @@ func (p *Identities) List(cursor string, limit int) ([]IdentityRecord, string, e
 }
 
 // Supervise is List with each identity's profile, for the operator.
-func (p *Identities) Supervise(cursor string, limit int) ([]SupervisedIdentity, string, error) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	ids, next, err := p.page(cursor, limit)
+func (p *Identities) Supervise(pg Page) ([]SupervisedIdentity, string, error) {
+	ids, next, err := p.page(pg)
 	if err != nil {
 		return nil, "", err
 	}
 	out := make([]SupervisedIdentity, len(ids))
 	for i, id := range ids {
-		out[i] = SupervisedIdentity{IdentityRecord: id.record(), Profile: id.profile.record()}
+		out[i] = id.supervised()
 	}
 	return out, next, nil
 }
 
 // Count is the number of identities.
-func (p *Identities) Count() int {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return len(p.order)
+func (p *Identities) Count() (int, error) {
+	r, done, err := p.reader()
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	n, err := counter(r, key(identityCount, metricIdentities, ""))
+	return int(n), err
 }
 
 // Find returns the oldest identity, with its profile, for which match reports
 // true. It walks identities in creation order until the first match, so its cost
-// is the position of that match. match runs under the model's read lock and must
-// not call the model.
-func (p *Identities) Find(match func(SupervisedIdentity) bool) (SupervisedIdentity, bool) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	for _, id := range p.order {
-		s := SupervisedIdentity{IdentityRecord: id.record(), Profile: id.profile.record()}
-		if match(s) {
-			return s, true
-		}
+// is the position of that match.
+func (p *Identities) Find(match func(SupervisedIdentity) bool) (SupervisedIdentity, bool, error) {
+	v, err := view(p.src)
+	if err != nil {
+		return SupervisedIdentity{}, false, err
 	}
-	return SupervisedIdentity{}, false
+	defer v.Close()
+	var found *SupervisedIdentity
+	err = eachIdentity(v, 0, func(id *identityState) (bool, error) {
+		if s := id.supervised(); match(s) {
+			found = &s
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil || found == nil {
+		return SupervisedIdentity{}, false, err
+	}
+	return *found, true, nil
 }

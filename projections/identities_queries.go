@@ -1,154 +1,163 @@
 package projections
 
 import (
-	"slices"
-
 	"github.com/civnode/civnode/eventlog/events"
 )
 
+// identity loads the identity of agentDID.
+func (p *Identities) identity(agentDID string) (*identityState, bool, error) {
+	r, done, err := p.reader()
+	if err != nil {
+		return nil, false, err
+	}
+	defer done()
+	id := &identityState{}
+	ok, err := load(r, key(identityRecord, agentDID), id)
+	if !ok || err != nil {
+		return nil, false, err
+	}
+	return id, true, nil
+}
+
+// identityBySlug loads the identity whose public_id is publicID.
+func (p *Identities) identityBySlug(publicID string) (*identityState, bool, error) {
+	r, done, err := p.reader()
+	if err != nil {
+		return nil, false, err
+	}
+	defer done()
+	did, err := slugHolder(r, publicID)
+	if did == "" || err != nil {
+		return nil, false, err
+	}
+	id := &identityState{}
+	ok, err := load(r, key(identityRecord, did), id)
+	if !ok || err != nil {
+		return nil, false, err
+	}
+	return id, true, nil
+}
+
 // IdentityByDID returns what commands need to know of the identity agentDID
 // (commands.IdentityReader).
-func (p *Identities) IdentityByDID(agentDID string) (events.IdentityRef, bool) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	id, ok := p.byDID[agentDID]
-	if !ok {
-		return events.IdentityRef{}, false
+func (p *Identities) IdentityByDID(agentDID string) (events.IdentityRef, bool, error) {
+	id, ok, err := p.identity(agentDID)
+	if !ok || err != nil {
+		return events.IdentityRef{}, false, err
 	}
-	return id.ref(), true
+	return id.ref(), true, nil
 }
 
 // IdentityBySlug is IdentityByDID by public_id.
-func (p *Identities) IdentityBySlug(publicID string) (events.IdentityRef, bool) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	id, ok := p.bySlug[publicID]
-	if !ok {
-		return events.IdentityRef{}, false
+func (p *Identities) IdentityBySlug(publicID string) (events.IdentityRef, bool, error) {
+	id, ok, err := p.identityBySlug(publicID)
+	if !ok || err != nil {
+		return events.IdentityRef{}, false, err
 	}
-	return id.ref(), true
+	return id.ref(), true, nil
 }
 
 // ActiveBindingsByRef returns the active bindings to controller ref, ordered by
 // agent creation (commands.ControllerReader).
-func (p *Identities) ActiveBindingsByRef(ref string) []events.ControllerBindingUpdated {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	holders := p.refs[ref]
-	if len(holders) == 0 {
-		return nil
+func (p *Identities) ActiveBindingsByRef(ref string) ([]events.ControllerBindingUpdated, error) {
+	r, done, err := p.reader()
+	if err != nil {
+		return nil, err
 	}
-	ids := make([]*identity, 0, len(holders))
-	for did := range holders {
-		ids = append(ids, p.byDID[did])
+	defer done()
+	var hs []holder
+	if _, err := load(r, key(identityRef, ref), &hs); err != nil || len(hs) == 0 {
+		return nil, err
 	}
-	slices.SortFunc(ids, func(a, b *identity) int { return compareSeq(a.seq, b.seq) })
-	out := make([]events.ControllerBindingUpdated, len(ids))
-	for i, id := range ids {
-		out[i] = id.binding.ControllerBindingUpdated
+	out := make([]events.ControllerBindingUpdated, 0, len(hs))
+	for _, h := range hs {
+		id := &identityState{}
+		ok, err := load(r, key(identityRecord, h.DID), id)
+		if err != nil {
+			return nil, err
+		}
+		if ok && id.Binding != nil {
+			out = append(out, id.Binding.ControllerBindingUpdated)
+		}
 	}
-	return out
+	return out, nil
 }
 
 // Record returns the identity record of agentDID.
-func (p *Identities) Record(agentDID string) (IdentityRecord, bool) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	id, ok := p.byDID[agentDID]
-	if !ok {
-		return IdentityRecord{}, false
+func (p *Identities) Record(agentDID string) (IdentityRecord, bool, error) {
+	id, ok, err := p.identity(agentDID)
+	if !ok || err != nil {
+		return IdentityRecord{}, false, err
 	}
-	return id.record(), true
+	return id.record(), true, nil
 }
 
 // RecordBySlug returns the identity record of publicID.
-func (p *Identities) RecordBySlug(publicID string) (IdentityRecord, bool) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	id, ok := p.bySlug[publicID]
-	if !ok {
-		return IdentityRecord{}, false
+func (p *Identities) RecordBySlug(publicID string) (IdentityRecord, bool, error) {
+	id, ok, err := p.identityBySlug(publicID)
+	if !ok || err != nil {
+		return IdentityRecord{}, false, err
 	}
-	return id.record(), true
+	return id.record(), true, nil
 }
 
 // Binding returns the controller binding of agentDID. known is whether the
 // identity exists; ok whether it has a binding.
-func (p *Identities) Binding(agentDID string) (b BindingRecord, known, ok bool) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	id, known := p.byDID[agentDID]
-	if !known || id.binding == nil {
-		return BindingRecord{}, known, false
+func (p *Identities) Binding(agentDID string) (b BindingRecord, known, ok bool, err error) {
+	id, known, err := p.identity(agentDID)
+	if !known || err != nil || id.Binding == nil {
+		return BindingRecord{}, known, false, err
 	}
-	return id.binding.record(), true, true
+	return id.Binding.record(), true, true, nil
 }
 
 // Profile returns the profile of agentDID.
-func (p *Identities) Profile(agentDID string) (ProfileRecord, bool) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	id, ok := p.byDID[agentDID]
-	if !ok {
-		return ProfileRecord{}, false
+func (p *Identities) Profile(agentDID string) (ProfileRecord, bool, error) {
+	id, ok, err := p.identity(agentDID)
+	if !ok || err != nil {
+		return ProfileRecord{}, false, err
 	}
-	return id.profile.record(), true
+	return id.Profile.record(), true, nil
 }
 
 // IdentityProfile returns the profile of agentDID as its last profile.updated
 // set it (commands.ProfileReader).
-func (p *Identities) IdentityProfile(agentDID string) (events.ProfileUpdated, bool) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	id, ok := p.byDID[agentDID]
-	if !ok {
-		return events.ProfileUpdated{}, false
+func (p *Identities) IdentityProfile(agentDID string) (events.ProfileUpdated, bool, error) {
+	id, ok, err := p.identity(agentDID)
+	if !ok || err != nil {
+		return events.ProfileUpdated{}, false, err
 	}
-	return id.profile.ProfileUpdated, true
+	return id.Profile.ProfileUpdated, true, nil
 }
 
 // RecentEvents returns the seqs of the latest events about agentDID (at most 20),
 // oldest first.
-func (p *Identities) RecentEvents(agentDID string) []uint64 {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	id, ok := p.byDID[agentDID]
-	if !ok {
-		return nil
+func (p *Identities) RecentEvents(agentDID string) ([]uint64, error) {
+	id, ok, err := p.identity(agentDID)
+	if !ok || err != nil {
+		return nil, err
 	}
-	return slices.Clone(id.recent)
-}
-
-func compareSeq(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return id.Recent, nil
 }
 
 // AgentDIDForPublicID resolves a public_id to its agent DID (the token service's
 // commands.PublicIDResolver).
-func (p *Identities) AgentDIDForPublicID(publicID string) (string, bool) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	id, ok := p.bySlug[publicID]
-	if !ok {
-		return "", false
+func (p *Identities) AgentDIDForPublicID(publicID string) (string, bool, error) {
+	r, done, err := p.reader()
+	if err != nil {
+		return "", false, err
 	}
-	return id.did, true
+	defer done()
+	did, err := slugHolder(r, publicID)
+	return did, did != "", err
 }
 
 // PublicIDOf returns the current public_id of an agent DID (the token service
 // shows it beside agent tokens).
-func (p *Identities) PublicIDOf(agentDID string) (string, bool) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	id, ok := p.byDID[agentDID]
-	if !ok {
-		return "", false
+func (p *Identities) PublicIDOf(agentDID string) (string, bool, error) {
+	id, ok, err := p.identity(agentDID)
+	if !ok || err != nil {
+		return "", false, err
 	}
-	return id.publicID, true
+	return id.PublicID, true, nil
 }

@@ -1,8 +1,6 @@
 package projections
 
 import (
-	"slices"
-
 	"github.com/civnode/civnode/eventlog/events"
 )
 
@@ -67,18 +65,44 @@ type SupervisedIdentity struct {
 	Profile ProfileRecord `json:"profile"`
 }
 
-// The conversions below copy everything a caller could modify, so a record stays
-// valid after the model moves on. Strings behind pointers are never written to.
+// identityState is an identity as the model stores it (key i/r).
+type identityState struct {
+	Seq           uint64        `json:"seq"` // of identity.bootstrapped: the creation order
+	DID           string        `json:"did"`
+	PublicID      string        `json:"public_id"`
+	DisplayName   string        `json:"display_name"`
+	ModelProvider *string       `json:"model_provider"`
+	Capabilities  []string      `json:"capabilities"`
+	WalletAdapter *string       `json:"wallet_adapter"`
+	Subnets       []string      `json:"subnets"`
+	CreatedAt     string        `json:"created_at"`
+	UpdatedAt     string        `json:"updated_at"`
+	Binding       *bindingState `json:"binding"`
+	Profile       profileState  `json:"profile"`
+	Stats         Stats         `json:"stats"`
+	Recent        []uint64      `json:"recent"` // seqs of the agent's latest events, oldest first
+}
 
-func (id *identity) record() IdentityRecord {
+type bindingState struct {
+	events.ControllerBindingUpdated
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+type profileState struct {
+	events.ProfileUpdated
+	UpdatedAt string `json:"updated_at"`
+}
+
+func (id *identityState) record() IdentityRecord {
 	r := IdentityRecord{
-		AgentDID: id.did, PublicID: id.publicID, DisplayName: id.displayName,
-		ModelProvider: id.modelProvider, CapabilitiesGranted: slices.Clone(id.capabilities),
-		WalletAdapter: id.walletAdapter, SubnetMemberships: slices.Clone(id.subnets),
-		Stats: id.stats, CreatedAt: id.createdAt, UpdatedAt: id.updatedAt,
+		AgentDID: id.DID, PublicID: id.PublicID, DisplayName: id.DisplayName,
+		ModelProvider: id.ModelProvider, CapabilitiesGranted: nonNil(id.Capabilities),
+		WalletAdapter: id.WalletAdapter, SubnetMemberships: nonNil(id.Subnets),
+		Stats: id.Stats, CreatedAt: id.CreatedAt, UpdatedAt: id.UpdatedAt,
 	}
-	if id.binding != nil {
-		b := id.binding.record()
+	if id.Binding != nil {
+		b := id.Binding.record()
 		r.ControllerBinding = &b
 		if b.Active {
 			ref := b.ControllerRef
@@ -88,26 +112,54 @@ func (id *identity) record() IdentityRecord {
 	return r
 }
 
-func (b *binding) record() BindingRecord {
+func (id *identityState) supervised() SupervisedIdentity {
+	return SupervisedIdentity{IdentityRecord: id.record(), Profile: id.Profile.record()}
+}
+
+func (b *bindingState) record() BindingRecord {
 	return BindingRecord{
 		AgentDID: b.AgentDID, ControllerKind: b.ControllerKind, ControllerRef: b.ControllerRef,
 		NodeID: b.NodeID, OwnershipScope: b.OwnershipScope, Active: b.Active,
-		CreatedAt: b.createdAt, UpdatedAt: b.updatedAt,
+		CreatedAt: b.CreatedAt, UpdatedAt: b.UpdatedAt,
 	}
 }
 
-func (p *profile) record() ProfileRecord {
+func (p *profileState) record() ProfileRecord {
 	return ProfileRecord{
 		AgentDID: p.AgentDID, Faction: p.Faction, Role: p.Role, Strategy: p.Strategy,
-		HomeSubnetID: p.HomeSubnetID, HomeZoneID: p.HomeZoneID, UpdatedAt: p.updatedAt,
+		HomeSubnetID: p.HomeSubnetID, HomeZoneID: p.HomeZoneID, UpdatedAt: p.UpdatedAt,
 	}
 }
 
-func (id *identity) ref() events.IdentityRef {
-	r := events.IdentityRef{AgentDID: id.did, PublicID: id.publicID}
-	if id.binding != nil {
-		b := id.binding.ControllerBindingUpdated
+func (id *identityState) ref() events.IdentityRef {
+	r := events.IdentityRef{AgentDID: id.DID, PublicID: id.PublicID}
+	if id.Binding != nil {
+		b := id.Binding.ControllerBindingUpdated
 		r.Binding = &b
 	}
 	return r
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// Ref is what the write side's rules read of the identity (commands.Actor.ActsFor,
+// the claim rules).
+func (r IdentityRecord) Ref() events.IdentityRef {
+	ref := events.IdentityRef{AgentDID: r.AgentDID, PublicID: r.PublicID}
+	if b := r.ControllerBinding; b != nil {
+		ref.Binding = &events.ControllerBindingUpdated{AgentDID: b.AgentDID, ControllerKind: b.ControllerKind,
+			ControllerRef: b.ControllerRef, NodeID: b.NodeID, OwnershipScope: b.OwnershipScope, Active: b.Active}
+	}
+	return ref
+}
+
+// Fields returns the profile as its last profile.updated set it.
+func (p ProfileRecord) Fields() events.ProfileUpdated {
+	return events.ProfileUpdated{AgentDID: p.AgentDID, Faction: p.Faction, Role: p.Role, Strategy: p.Strategy,
+		HomeSubnetID: p.HomeSubnetID, HomeZoneID: p.HomeZoneID}
 }

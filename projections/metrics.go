@@ -26,42 +26,40 @@ type BindingMetrics struct {
 	Shared int `json:"shared"`
 }
 
-// Metrics computes the aggregates. It walks every identity: O(identities).
-func (p *Identities) Metrics() Metrics {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	m := Metrics{
-		Identities: len(p.order), ByFaction: map[string]int{}, ByRole: map[string]int{},
-		ByStrategy: map[string]int{}, ByHomeSubnet: map[string]int{}, BySubnetMembership: map[string]int{},
-		Bindings: BindingMetrics{ByKind: map[string]int{}},
+// Metrics reads the aggregates from the model's counters: O(distinct values).
+func (p *Identities) Metrics() (Metrics, error) {
+	v, err := view(p.src)
+	if err != nil {
+		return Metrics{}, err
 	}
-	count := func(to map[string]int, v *string) {
-		if v != nil {
-			to[*v]++
+	defer v.Close()
+	m := Metrics{Bindings: BindingMetrics{}}
+	for _, c := range []struct {
+		name string
+		to   *map[string]int
+	}{
+		{metricFaction, &m.ByFaction}, {metricRole, &m.ByRole}, {metricStrategy, &m.ByStrategy},
+		{metricHome, &m.ByHomeSubnet}, {metricMember, &m.BySubnetMembership}, {metricKind, &m.Bindings.ByKind},
+	} {
+		if *c.to, err = counters(v, key(identityCount, c.name)); err != nil {
+			return Metrics{}, err
 		}
 	}
-	for _, id := range p.order {
-		count(m.ByFaction, id.profile.Faction)
-		count(m.ByRole, id.profile.Role)
-		count(m.ByStrategy, id.profile.Strategy)
-		count(m.ByHomeSubnet, id.profile.HomeSubnetID)
-		for _, s := range id.subnets {
-			m.BySubnetMembership[s]++
+	for _, c := range []struct {
+		name string
+		to   *int
+	}{
+		{metricIdentities, &m.Identities}, {metricBindings, &m.Bindings.Total},
+		{metricActive, &m.Bindings.Active}, {metricShared, &m.Bindings.Shared},
+	} {
+		n, err := counter(v, key(identityCount, c.name, ""))
+		if err != nil {
+			return Metrics{}, err
 		}
-		if b := id.binding; b != nil {
-			m.Bindings.Total++
-			if b.Active {
-				m.Bindings.Active++
-				m.Bindings.ByKind[b.ControllerKind]++
-				if b.OwnershipScope == "shared" {
-					m.Bindings.Shared++
-				}
-			}
-		}
-		m.StatsTotals.Credit += id.stats.Credit
-		m.StatsTotals.Reputation += id.stats.Reputation
-		m.StatsTotals.Capacity += id.stats.Capacity
-		m.StatsTotals.MissionsCompleted += id.stats.MissionsCompleted
+		*c.to = int(n)
 	}
-	return m
+	if _, err := load(v, key(identityTotals), &m.StatsTotals); err != nil {
+		return Metrics{}, err
+	}
+	return m, nil
 }

@@ -3,33 +3,61 @@ package projections
 import (
 	"encoding/base64"
 	"encoding/binary"
-	"sort"
+	"encoding/json"
+	"fmt"
+	"math"
 	"time"
 
+	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/eventlog/events"
 )
 
 // MissionRef returns what commands need to know of a mission
 // (commands.MissionReader).
-func (p *Missions) MissionRef(missionID string) (events.MissionRef, bool) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	m, ok := p.byID[missionID]
-	if !ok {
-		return events.MissionRef{}, false
+func (p *Missions) MissionRef(missionID string) (events.MissionRef, bool, error) {
+	r, done, err := p.reader()
+	if err != nil {
+		return events.MissionRef{}, false, err
 	}
-	return m.ref(), true
+	defer done()
+	m := &missionState{}
+	ok, err := load(r, key(missionRecord, missionID), m)
+	if !ok || err != nil {
+		return events.MissionRef{}, false, err
+	}
+	return m.ref(), true, nil
 }
 
 // Mission returns the record of missionID.
-func (p *Missions) Mission(missionID string) (MissionRecord, bool) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	m, ok := p.byID[missionID]
-	if !ok {
-		return MissionRecord{}, false
+func (p *Missions) Mission(missionID string) (MissionRecord, bool, error) {
+	r, done, err := p.reader()
+	if err != nil {
+		return MissionRecord{}, false, err
 	}
-	return m.record(), true
+	defer done()
+	m := &missionState{}
+	ok, err := load(r, key(missionRecord, missionID), m)
+	if !ok || err != nil {
+		return MissionRecord{}, false, err
+	}
+	result, _, err := loadResult(r, m)
+	if err != nil {
+		return MissionRecord{}, false, err
+	}
+	return m.record(result), true, nil
+}
+
+// loadResult reads m's result, nil until it is completed, and its size.
+func loadResult(r reader, m *missionState) (*string, int, error) {
+	if m.CompletedAt == nil {
+		return nil, 0, nil
+	}
+	b, _, err := r.Get(key(missionResult, m.MissionID))
+	if err != nil {
+		return nil, 0, storeErr(err)
+	}
+	s := string(b)
+	return &s, len(b), nil
 }
 
 // MissionFilter selects missions for List; an empty field selects every value.
@@ -42,37 +70,42 @@ type MissionFilter struct {
 	Publisher    string
 }
 
-func (f MissionFilter) matches(m *mission) bool {
-	return (f.State == "" || m.state == f.State) &&
+func (f MissionFilter) matches(m *missionState) bool {
+	return (f.State == "" || m.State == f.State) &&
 		(f.SubnetID == "" || m.SubnetID == f.SubnetID) &&
 		(f.Domain == "" || m.Domain == f.Domain) &&
 		(f.RequiredRole == "" || m.RequiredRole != nil && *m.RequiredRole == f.RequiredRole) &&
 		(f.Publisher == "" || m.Publisher == f.Publisher)
 }
 
-// smallestIndex returns the smallest index a filter names, every mission's when
-// it names none, and nil when a value it names has no mission at all.
-func (p *Missions) smallestIndex(f MissionFilter) *missionIndex {
-	best := &p.all
-	for _, c := range []struct {
-		value string
-		index map[string]*missionIndex
-	}{
-		{f.State, p.byState}, {f.SubnetID, p.bySubnet}, {f.Domain, p.byDomain},
-		{f.RequiredRole, p.byRole}, {f.Publisher, p.byPublisher},
+// smallestIndex returns the name and value of the smallest index a filter
+// names, every mission's when it names none; ok is false when a value it names
+// has no mission at all.
+func smallestIndex(v reader, f MissionFilter) (name, value string, ok bool, err error) {
+	best, err := counter(v, key(missionCount, indexAll, ""))
+	if err != nil {
+		return "", "", false, err
+	}
+	name = indexAll
+	for _, c := range []struct{ index, value string }{
+		{indexState, f.State}, {indexSubnet, f.SubnetID}, {indexDomain, f.Domain},
+		{indexRole, f.RequiredRole}, {indexPublisher, f.Publisher},
 	} {
 		if c.value == "" {
 			continue
 		}
-		x := c.index[c.value]
-		if x == nil {
-			return nil
+		n, err := counter(v, key(missionCount, c.index, c.value))
+		if err != nil {
+			return "", "", false, err
 		}
-		if x.n < best.n {
-			best = x
+		if n == 0 {
+			return "", "", false, nil
+		}
+		if n < best {
+			best, name, value = n, c.index, c.value
 		}
 	}
-	return best
+	return name, value, true, nil
 }
 
 // A mission cursor is opaque to clients. Like the identities cursor it holds the
@@ -98,157 +131,294 @@ func decodeMissionCursor(s string) (uint64, error) {
 	return binary.BigEndian.Uint64(b[1:]), nil
 }
 
-// page returns the missions matching f after cursor, at most limit, and the
-// cursor of the next page ("" when no match follows). It walks only the smallest
-// index f names, and stops at the first match beyond the page. The caller holds
-// the read lock.
-func (p *Missions) page(f MissionFilter, cursor string, limit int) ([]*mission, string, error) {
-	after, err := decodeMissionCursor(cursor)
+// Page bounds one page of a list: at most Limit items (at least 1) and, once it
+// holds one item, no more than Bytes of stored records (0: no byte bound). A
+// page cut short by Bytes hands back a cursor like one cut by Limit.
+type Page struct {
+	Cursor string
+	Limit  int
+	Bytes  int
+}
+
+// pagedMission is one mission of a page, with its result.
+type pagedMission struct {
+	m      *missionState
+	result *string
+}
+
+// page returns the missions matching f after pg.Cursor, and the cursor of the
+// next page ("" when no match follows). It walks only the smallest index f
+// names, and stops at the first match beyond the page.
+func (p *Missions) page(v *eventlog.ModelView, f MissionFilter, pg Page) ([]pagedMission, string, error) {
+	after, err := decodeMissionCursor(pg.Cursor)
 	if err != nil {
 		return nil, "", err
 	}
-	limit = max(limit, 1)
-	var out []*mission
-	more := false
-	p.smallestIndex(f).each(after, func(m *mission) bool {
+	limit := max(pg.Limit, 1)
+	name, value, ok, err := smallestIndex(v, f)
+	if !ok || err != nil {
+		return nil, "", err
+	}
+	prefix := append(key(missionIndex, name, value), 0)
+	lower := prefix
+	if after < math.MaxUint64 {
+		lower = seqKey(prefix, after+1)
+	}
+	_, upper := under(prefix[:len(prefix)-1])
+	var out []pagedMission
+	size, more := 0, false
+	err = v.Scan(lower, upper, false, func(_, id []byte) (bool, error) {
+		m := &missionState{}
+		found, err := load(v, key(missionRecord, string(id)), m)
+		if err != nil {
+			return false, err
+		}
+		if !found {
+			return false, storeErr(fmt.Errorf("index names mission %s, which has no record", id))
+		}
 		if !f.matches(m) {
-			return true
+			return true, nil
 		}
 		if len(out) == limit {
 			more = true
-			return false
+			return false, nil
 		}
-		out = append(out, m)
-		return true
+		result, n, err := loadResult(v, m)
+		if err != nil {
+			return false, err
+		}
+		// The record's stored size stands for its JSON: both grow with the same
+		// texts, and the bound is on memory, not on exact bytes.
+		n += recordSize(m)
+		if pg.Bytes > 0 && len(out) > 0 && size+n > pg.Bytes {
+			more = true
+			return false, nil
+		}
+		size += n
+		out = append(out, pagedMission{m, result})
+		return true, nil
 	})
+	if err != nil {
+		return nil, "", err
+	}
 	next := ""
 	if more {
-		next = encodeMissionCursor(out[len(out)-1].seq)
+		next = encodeMissionCursor(out[len(out)-1].m.Seq)
 	}
 	return out, next, nil
 }
 
-// List returns up to limit mission records matching f in creation order after
-// cursor, and the cursor of the next page ("" at the end). A cursor that was not
+// recordSize estimates a record's size from its texts, which dominate it.
+func recordSize(m *missionState) int {
+	return 512 + len(m.Title) + len(m.Description) + len(m.Payload) + 80*len(m.EventIDs)
+}
+
+// List returns mission records matching f in creation order after pg.Cursor,
+// and the cursor of the next page ("" at the end). A cursor that was not
 // handed out is ErrBadCursor.
-func (p *Missions) List(f MissionFilter, cursor string, limit int) ([]MissionRecord, string, error) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	ms, next, err := p.page(f, cursor, limit)
+func (p *Missions) List(f MissionFilter, pg Page) ([]MissionRecord, string, error) {
+	v, err := view(p.src)
+	if err != nil {
+		return nil, "", err
+	}
+	defer v.Close()
+	ms, next, err := p.page(v, f, pg)
 	if err != nil {
 		return nil, "", err
 	}
 	out := make([]MissionRecord, len(ms))
 	for i, m := range ms {
-		out[i] = m.record()
+		out[i] = m.m.record(m.result)
 	}
 	return out, next, nil
 }
 
 // Supervise is List with each mission's internal fields, for the operator.
-func (p *Missions) Supervise(f MissionFilter, cursor string, limit int) ([]SupervisedMission, string, error) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	ms, next, err := p.page(f, cursor, limit)
+func (p *Missions) Supervise(f MissionFilter, pg Page) ([]SupervisedMission, string, error) {
+	v, err := view(p.src)
+	if err != nil {
+		return nil, "", err
+	}
+	defer v.Close()
+	ms, next, err := p.page(v, f, pg)
 	if err != nil {
 		return nil, "", err
 	}
 	out := make([]SupervisedMission, len(ms))
 	for i, m := range ms {
-		out[i] = m.supervised()
+		out[i] = m.m.supervised(m.result)
 	}
 	return out, next, nil
 }
 
+// newest returns the newest missions of index name under value, at most limit
+// and, past the first, at most budget bytes of records (0: no bound), oldest
+// first.
+func newest(v *eventlog.ModelView, name, value string, limit, budget int) (out []MissionRecord, cut bool, err error) {
+	if limit <= 0 {
+		return []MissionRecord{}, false, nil
+	}
+	lower, upper := under(key(missionIndex, name, value))
+	size := 0
+	err = v.Scan(lower, upper, true, func(_, id []byte) (bool, error) {
+		m := &missionState{}
+		found, err := load(v, key(missionRecord, string(id)), m)
+		if err != nil || !found {
+			return false, err
+		}
+		result, n, err := loadResult(v, m)
+		if err != nil {
+			return false, err
+		}
+		n += recordSize(m)
+		if budget > 0 && len(out) > 0 && size+n > budget {
+			cut = true
+			return false, nil
+		}
+		size += n
+		out = append(out, m.record(result))
+		return len(out) < limit, nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	for l, r := 0, len(out)-1; l < r; l, r = l+1, r-1 {
+		out[l], out[r] = out[r], out[l]
+	}
+	if out == nil {
+		out = []MissionRecord{}
+	}
+	return out, cut, nil
+}
+
 // Mine returns the newest limit missions agentDID claimed and the newest limit it
-// published, each oldest first.
-func (p *Missions) Mine(agentDID string, limit int) (claimed, published []MissionRecord) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return records(p.byClaimer[agentDID].newest(limit)), records(p.byIssuer[agentDID].newest(limit))
+// published, each oldest first, each list bounded by budget bytes as a Page is;
+// cut reports that the budget left out some of the newest limit.
+func (p *Missions) Mine(agentDID string, limit, budget int) (claimed, published []MissionRecord, cut bool, err error) {
+	v, err := view(p.src)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	defer v.Close()
+	claimed, cut1, err := newest(v, indexClaimer, agentDID, limit, budget)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	published, cut2, err := newest(v, indexIssuer, agentDID, limit, budget)
+	return claimed, published, cut1 || cut2, err
 }
 
 // Active returns the missions of agentDID that are not settled: those it claimed
 // and has not been paid for yet, and those it published that are still open; the
-// newest limit of them, oldest first.
-func (p *Missions) Active(agentDID string, limit int) []MissionRecord {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return records(p.active[agentDID].newest(limit))
-}
-
-func records(ms []*mission) []MissionRecord {
-	out := make([]MissionRecord, len(ms))
-	for i, m := range ms {
-		out[i] = m.record()
+// newest limit of them, oldest first, bounded by budget bytes as a Page is.
+func (p *Missions) Active(agentDID string, limit, budget int) ([]MissionRecord, error) {
+	v, err := view(p.src)
+	if err != nil {
+		return nil, err
 	}
-	return out
+	defer v.Close()
+	out, _, err := newest(v, indexActive, agentDID, limit, budget)
+	return out, err
 }
 
 // Count is the number of missions.
-func (p *Missions) Count() int {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return p.all.n
+func (p *Missions) Count() (int, error) {
+	r, done, err := p.reader()
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	n, err := counter(r, key(missionCount, indexAll, ""))
+	return int(n), err
 }
 
 // Balance returns what settled missions have paid agentDID. Only credit,
 // reputation, capacity and missions_completed are kept here; the identities model
 // folds the same payments into each identity's stats.
-func (p *Missions) Balance(agentDID string) Stats {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if b := p.balances[agentDID]; b != nil {
-		return *b
+func (p *Missions) Balance(agentDID string) (Stats, error) {
+	r, done, err := p.reader()
+	if err != nil {
+		return Stats{}, err
 	}
-	return Stats{}
+	defer done()
+	var b Stats
+	_, err = load(r, key(missionBalance, agentDID), &b)
+	return b, err
 }
 
 // Treasury returns the credits settlements have routed to subnetID's treasury.
-func (p *Missions) Treasury(subnetID string) int64 {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return p.treasuries[subnetID]
+func (p *Missions) Treasury(subnetID string) (int64, error) {
+	r, done, err := p.reader()
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	return counter(r, key(missionTreasury, subnetID))
 }
 
 // Treasuries returns every subnet's treasury.
-func (p *Missions) Treasuries() map[string]int64 {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	out := make(map[string]int64, len(p.treasuries))
-	for k, v := range p.treasuries {
-		out[k] = v
+func (p *Missions) Treasuries() (map[string]int64, error) {
+	v, err := view(p.src)
+	if err != nil {
+		return nil, err
 	}
-	return out
+	defer v.Close()
+	return treasuries(v)
+}
+
+func treasuries(v *eventlog.ModelView) (map[string]int64, error) {
+	out := map[string]int64{}
+	lo, hi := under(key(missionTreasury))
+	err := v.Scan(lo, hi, false, func(k, val []byte) (bool, error) {
+		if len(val) == 8 {
+			out[string(k[len(lo):])] = int64(binary.BigEndian.Uint64(val))
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	return out, nil
 }
 
 // Paid sums the settlements paid after since (exclusive): how many and what they
-// paid. It is a binary search over running totals, whatever the window.
+// paid. It is two seeks over running totals, whatever the window.
 type Paid struct {
 	Settlements int `json:"settlements"`
 	events.Reward
 }
 
 // PaidSince returns what settlements with a payment timestamp after since paid.
-func (p *Missions) PaidSince(since time.Time) Paid {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	micros := since.UnixMicro()
-	i := sort.Search(len(p.settlements), func(i int) bool { return p.settlements[i].micros > micros })
-	if i == len(p.settlements) {
-		return Paid{}
+func (p *Missions) PaidSince(since time.Time) (Paid, error) {
+	v, err := view(p.src)
+	if err != nil {
+		return Paid{}, err
 	}
-	last := p.settlements[len(p.settlements)-1]
-	out := Paid{Settlements: last.count, Reward: last.total}
-	if i > 0 {
-		before := p.settlements[i-1]
-		out.Settlements -= before.count
-		out.AgentCredit -= before.total.AgentCredit
-		out.Reputation -= before.total.Reputation
-		out.Capacity -= before.total.Capacity
-		out.TreasuryShareCredit -= before.total.TreasuryShareCredit
+	defer v.Close()
+	last, err := lastSettlement(v)
+	if err != nil || last.Count == 0 {
+		return Paid{}, err
 	}
-	return out
+	// The running totals of the newest settlement at or before since.
+	var before settlementTotals
+	if micros := since.UnixMicro(); micros >= 0 {
+		lo := append(key(missionSettle), 0)
+		err = v.Scan(lo, settlementKey(micros+1), true, func(_, val []byte) (bool, error) {
+			if err := json.Unmarshal(val, &before); err != nil {
+				return false, storeErr(err)
+			}
+			return false, nil
+		})
+		if err != nil {
+			return Paid{}, err
+		}
+	}
+	out := Paid{Settlements: last.Count - before.Count, Reward: last.Reward}
+	out.AgentCredit -= before.AgentCredit
+	out.Reputation -= before.Reputation
+	out.Capacity -= before.Capacity
+	out.TreasuryShareCredit -= before.TreasuryShareCredit
+	return out, nil
 }
 
 // MissionMetrics aggregates the missions (GET /v1/civilization/metrics).
@@ -261,17 +431,32 @@ type MissionMetrics struct {
 	Treasuries map[string]int64 `json:"treasuries"`
 }
 
-// Metrics computes the aggregates from counters and index sizes: O(subnets).
-func (p *Missions) Metrics() MissionMetrics {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	m := MissionMetrics{Total: p.all.n, ByState: map[string]int{}, Treasuries: map[string]int64{},
-		Paid: Paid{Settlements: len(p.settlements), Reward: p.paid}}
+// Metrics reads the aggregates from counters: O(subnets).
+func (p *Missions) Metrics() (MissionMetrics, error) {
+	v, err := view(p.src)
+	if err != nil {
+		return MissionMetrics{}, err
+	}
+	defer v.Close()
+	total, err := counter(v, key(missionCount, indexAll, ""))
+	if err != nil {
+		return MissionMetrics{}, err
+	}
+	last, err := lastSettlement(v)
+	if err != nil {
+		return MissionMetrics{}, err
+	}
+	m := MissionMetrics{Total: int(total), ByState: map[string]int{},
+		Paid: Paid{Settlements: last.Count, Reward: last.Reward}}
 	for _, s := range []string{events.StateCreated, events.StateClaimed, events.StateCompleted, events.StateSettled} {
-		m.ByState[s] = p.byState[s].len()
+		n, err := counter(v, key(missionCount, indexState, s))
+		if err != nil {
+			return MissionMetrics{}, err
+		}
+		m.ByState[s] = int(n)
 	}
-	for k, v := range p.treasuries {
-		m.Treasuries[k] = v
+	if m.Treasuries, err = treasuries(v); err != nil {
+		return MissionMetrics{}, err
 	}
-	return m
+	return m, nil
 }

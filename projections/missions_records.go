@@ -2,7 +2,6 @@ package projections
 
 import (
 	"encoding/json"
-	"slices"
 
 	"github.com/civnode/civnode/eventlog/events"
 )
@@ -56,41 +55,59 @@ type SupervisedMission struct {
 	Version int `json:"version"`
 }
 
-// Strings behind pointers are never written to, so records may share them; the
-// payload, a slice, is copied.
-func (m *mission) record() MissionRecord {
+// missionState is a mission as the model stores it (key m/r): the payload of
+// mission.created, what later events changed, and the ids of every event about
+// it. The result, up to 256 KiB, is kept apart (m/t), so the steps after
+// completion rewrite a record of a few hundred bytes, not the result.
+type missionState struct {
+	Seq uint64 `json:"seq"` // of mission.created: the creation order
+	events.MissionCreated
+	State       string   `json:"state"`
+	Claimer     *string  `json:"claimer"`
+	ClaimerDID  string   `json:"claimer_did,omitempty"`
+	SettledBy   string   `json:"settled_by,omitempty"`
+	Paid        bool     `json:"paid,omitempty"`
+	CreatedAt   string   `json:"created_at"`
+	UpdatedAt   string   `json:"updated_at"`
+	ClaimedAt   *string  `json:"claimed_at"`
+	CompletedAt *string  `json:"completed_at"`
+	SettledAt   *string  `json:"settled_at"`
+	EventIDs    []string `json:"event_ids"`
+}
+
+func (m *missionState) record(result *string) MissionRecord {
 	return MissionRecord{
-		MissionID: m.MissionID, Title: m.Title, Description: m.Description, State: m.state,
+		MissionID: m.MissionID, Title: m.Title, Description: m.Description, State: m.State,
 		Publisher: m.Publisher, PublisherKind: m.PublisherKind, Domain: m.Domain, SubnetID: m.SubnetID,
 		ZoneID: m.ZoneID, RequiredRole: m.RequiredRole, RequiredFaction: m.RequiredFaction,
-		Reward: m.Reward, Payload: slices.Clone(m.Payload), Claimer: m.claimer, Result: m.result,
-		CreatedAt: m.createdAt, UpdatedAt: m.updatedAt,
-		ClaimedAt: m.claimedAt, CompletedAt: m.completedAt, SettledAt: m.settledAt,
+		Reward: m.Reward, Payload: m.Payload, Claimer: m.Claimer, Result: result,
+		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
+		ClaimedAt: m.ClaimedAt, CompletedAt: m.CompletedAt, SettledAt: m.SettledAt,
 	}
 }
 
-func (m *mission) supervised() SupervisedMission {
-	s := SupervisedMission{MissionRecord: m.record(), IssuerDID: m.IssuerDID,
-		LastEventID: m.eventIDs[len(m.eventIDs)-1], EventIDs: slices.Clone(m.eventIDs), Version: len(m.eventIDs)}
-	if m.claimerDID != "" {
-		d := m.claimerDID
+func (m *missionState) supervised(result *string) SupervisedMission {
+	s := SupervisedMission{MissionRecord: m.record(result), IssuerDID: m.IssuerDID,
+		LastEventID: m.EventIDs[len(m.EventIDs)-1], EventIDs: m.EventIDs, Version: len(m.EventIDs)}
+	if m.ClaimerDID != "" {
+		d := m.ClaimerDID
 		s.ClaimerDID = &d
 	}
-	if m.settledBy != "" {
-		d := m.settledBy
+	if m.SettledBy != "" {
+		d := m.SettledBy
 		s.SettledBy = &d
 	}
 	return s
 }
 
-func (m *mission) ref() events.MissionRef {
+func (m *missionState) ref() events.MissionRef {
 	r := events.MissionRef{
-		MissionID: m.MissionID, State: m.state, Publisher: m.Publisher, PublisherKind: m.PublisherKind,
+		MissionID: m.MissionID, State: m.State, Publisher: m.Publisher, PublisherKind: m.PublisherKind,
 		IssuerDID: m.IssuerDID, SubnetID: m.SubnetID, RequiredRole: m.RequiredRole,
-		RequiredFaction: m.RequiredFaction, Reward: m.Reward, ClaimerDID: m.claimerDID,
+		RequiredFaction: m.RequiredFaction, Reward: m.Reward, ClaimerDID: m.ClaimerDID,
 	}
-	if m.claimer != nil {
-		r.Claimer = *m.claimer
+	if m.Claimer != nil {
+		r.Claimer = *m.Claimer
 	}
 	return r
 }

@@ -1,10 +1,15 @@
 // Command civnode runs a civnode node and works on its signed event chain.
 //
 //	civnode serve   [--data-dir DIR] [--addr HOST:PORT] [--governs a,b] [--catalog FILE]
+//	                [--page-bytes N]
 //	civnode verify  FILE|-            an export bundle (- reads stdin)
 //	civnode verify  --data-dir DIR    the local chain
 //	civnode export  [--data-dir DIR]  a signed export bundle to stdout
-//	civnode replay  [--data-dir DIR]  walk and verify the chain, print counts
+//	civnode replay  [--data-dir DIR]  verify the chain, rebuild the read models from
+//	                                  it and report how the kept ones differed
+//	civnode bench   [--events N] [--node URL] [--json] [--hostile]
+//	                                  load a node over HTTP; figures beside the
+//	                                  machine's limits (docs/benchmarks.md)
 //	civnode token create (--acts-for PUBLIC_ID | --observer)
 //	                                  issue an agent or observer token
 //	civnode token rotate TOKEN_ID     give a token a new secret

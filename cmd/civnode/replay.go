@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/eventlog"
 )
 
@@ -17,12 +18,15 @@ func (m *Main) newReplayCommand(g *globals) *cobra.Command {
 	var dataDirFlag string
 	cmd := &cobra.Command{
 		Use:   "replay",
-		Short: "Walk and verify the local chain and print counts per event type",
-		Long: `replay rebuilds every read model of a stopped node (identities, bindings,
-profiles, missions, balances, treasuries, game installs) from its chain alone,
-walks the whole chain from genesis to tip verifying every event as verify
---data-dir does, and prints how many events of each type it holds, the total,
-and what the rebuilt models hold. It records replay.completed in the audit log.`,
+		Short: "Verify the local chain and rebuild every read model from it",
+		Long: `replay works on a stopped node. It walks the whole chain from genesis to tip
+verifying every event as verify --data-dir does, then rebuilds every read model
+(identities, bindings, profiles, missions, balances, treasuries, game installs)
+from the chain alone into a fresh key space, compares it with the models the
+node kept, and makes the rebuilt models live. It prints how many events of each
+type the chain holds, what the rebuilt models hold, and every difference from
+the models it replaced (none on a healthy node; the chain wins any). It records
+replay.completed in the audit log.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := m.logger(g)
@@ -48,13 +52,13 @@ func (m *Main) replay(ctx context.Context, flag string, logger *slog.Logger) (er
 	if err != nil {
 		return m.invalid(err)
 	}
-	chain := node.chain
+	chain := node.Log
 	defer func() {
 		if cerr := node.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("close event log: %w", cerr)
 		}
 	}()
-	progress, done := m.progress("replay", int64(chain.Tip().Seq))
+	progress, done := m.progress("verify", int64(chain.Tip().Seq))
 	rep, err := chain.Verify(ctx, progress)
 	done()
 	if err != nil {
@@ -68,6 +72,16 @@ func (m *Main) replay(ctx context.Context, flag string, logger *slog.Logger) (er
 	}); err != nil {
 		return fmt.Errorf("count events: %w", err)
 	}
+	var onRebuild eventlog.RebuildProgress
+	rebuilt, done := m.progress("rebuild", int64(chain.Tip().Seq))
+	if rebuilt != nil {
+		onRebuild = func(seq, _ uint64) { rebuilt(seq) }
+	}
+	diff, err := chain.RebuildModels(ctx, onRebuild)
+	done()
+	if err != nil {
+		return fmt.Errorf("rebuild read models: %w", err)
+	}
 	tw := tabwriter.NewWriter(m.Stdout, 0, 8, 2, ' ', 0)
 	types := make([]string, 0, len(counts))
 	for t := range counts {
@@ -78,34 +92,74 @@ func (m *Main) replay(ctx context.Context, flag string, logger *slog.Logger) (er
 		fmt.Fprintf(tw, "%s\t%d\n", t, counts[t])
 	}
 	fmt.Fprintf(tw, "total\t%d\n", rep.Events)
-	metrics := node.identities.Metrics()
-	missions := node.missions.Metrics()
-	var treasury int64
-	for _, v := range missions.Treasuries {
-		treasury += v
-	}
-	models := map[string]any{
-		"identities": metrics.Identities, "bindings": metrics.Bindings.Total,
-		"bindings_active": metrics.Bindings.Active, "skipped": node.identities.Skipped(),
-		"missions": missions.Total, "missions_open": missions.Total - missions.ByState["settled"],
-		"missions_settled": missions.ByState["settled"], "credits_paid": missions.Paid.AgentCredit,
-		"treasury_credits": treasury, "missions_skipped": node.missions.Skipped(),
-		"starter_missions_installed": node.gameState.StarterInstalled(), "mission_packs_installed": len(node.gameState.Packs()),
-		"game_skipped": node.gameState.Skipped(),
+	models, keys, err := modelSummary(node)
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(tw, "\nread models rebuilt\t\n")
-	for _, k := range []string{"identities", "bindings", "bindings_active", "skipped",
-		"missions", "missions_open", "missions_settled", "credits_paid", "treasury_credits", "missions_skipped",
-		"starter_missions_installed", "mission_packs_installed", "game_skipped"} {
+	for _, k := range keys {
 		fmt.Fprintf(tw, "%s\t%v\n", k, models[k])
+	}
+	fmt.Fprintf(tw, "\ndifferences from the kept models\t%d\n", diff.Missing+diff.Extra+diff.Changed)
+	if !diff.Same() {
+		fmt.Fprintf(tw, "missing keys\t%d\nextra keys\t%d\nchanged keys\t%d\n", diff.Missing, diff.Extra, diff.Changed)
+		for _, e := range diff.Examples {
+			fmt.Fprintf(tw, "  %s\t\n", e)
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if !diff.Same() {
+		logger.Warn("the kept read models differed from the chain; the rebuilt ones are live now",
+			"missing", diff.Missing, "extra", diff.Extra, "changed", diff.Changed)
+	}
 	if _, err := chain.Audit(ctx, "replay.completed", chain.NodeDID(), map[string]any{
 		"event_count": rep.Events, "chain_tip_hash": rep.TipHash, "types": counts, "models": models,
+		"model_differences": map[string]uint64{"missing": diff.Missing, "extra": diff.Extra, "changed": diff.Changed},
 	}); err != nil {
 		return fmt.Errorf("audit replay.completed: %w", err)
 	}
 	return nil
+}
+
+// modelSummary is what the read models hold, for replay's report, and its keys
+// in the order they are printed.
+func modelSummary(node *core.Core) (map[string]any, []string, error) {
+	metrics, err := node.Identities.Metrics()
+	if err != nil {
+		return nil, nil, err
+	}
+	missions, err := node.Missions.Metrics()
+	if err != nil {
+		return nil, nil, err
+	}
+	var treasury int64
+	for _, v := range missions.Treasuries {
+		treasury += v
+	}
+	starter, err := node.GameState.StarterInstalled()
+	if err != nil {
+		return nil, nil, err
+	}
+	packs, err := node.GameState.Packs()
+	if err != nil {
+		return nil, nil, err
+	}
+	skipped, err := node.Skipped()
+	if err != nil {
+		return nil, nil, err
+	}
+	models := map[string]any{
+		"identities": metrics.Identities, "bindings": metrics.Bindings.Total,
+		"bindings_active": metrics.Bindings.Active, "skipped": skipped["identities"],
+		"missions": missions.Total, "missions_open": missions.Total - missions.ByState["settled"],
+		"missions_settled": missions.ByState["settled"], "credits_paid": missions.Paid.AgentCredit,
+		"treasury_credits": treasury, "missions_skipped": skipped["missions"],
+		"starter_missions_installed": starter, "mission_packs_installed": len(packs),
+		"game_skipped": skipped["game"],
+	}
+	return models, []string{"identities", "bindings", "bindings_active", "skipped",
+		"missions", "missions_open", "missions_settled", "credits_paid", "treasury_credits", "missions_skipped",
+		"starter_missions_installed", "mission_packs_installed", "game_skipped"}, nil
 }

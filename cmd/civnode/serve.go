@@ -21,6 +21,8 @@ type serveConfig struct {
 	addr    string
 	governs []string
 	catalog string // game catalog file; "" is the built-in catalog
+	// pageBytes is the byte budget of one page of a list response.
+	pageBytes int
 }
 
 func (m *Main) newServeCommand(g *globals) *cobra.Command {
@@ -51,6 +53,7 @@ names the first bad seq.`,
 	f.StringVar(&cfg.dataDir, "data-dir", "", dataDirHelp)
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "listen address HOST:PORT; port 0 picks a free port")
 	f.StringSliceVar(&cfg.governs, "governs", []string{"genesis"}, "subnets this node is the governance actor for, comma separated")
+	f.IntVar(&cfg.pageBytes, "page-bytes", civhttp.DefaultPageBytes, "byte `BUDGET` of one page of a list response; a page ends before the item that would pass it (docs/limits.md)")
 	f.StringVar(&cfg.catalog, "catalog", "", "game catalog JSON `FILE` (default: the catalog built into the binary; see docs/game.md)")
 	return cmd
 }
@@ -90,7 +93,7 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 			err = fmt.Errorf("close event log: %w", cerr)
 		}
 	}()
-	chain := node.chain
+	chain := node.Log
 
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -108,16 +111,17 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	srv := civhttp.New(civhttp.Options{
 		Log:        chain,
 		OwnerToken: token,
-		Tokens:     node.tokens,
-		Identity:   node.identity,
-		Identities: node.identities,
-		Mission:    node.mission,
-		Missions:   node.missions,
-		Game:       node.game,
-		GameState:  node.gameState,
+		Tokens:     node.Tokens,
+		Identity:   node.Identity,
+		Identities: node.Identities,
+		Mission:    node.Mission,
+		Missions:   node.Missions,
+		Game:       node.Game,
+		GameState:  node.GameState,
 		Governs:    cfg.governs,
 		Catalog:    cat,
-		Logger:     logger.With("component", "http"),
+		PageBytes:  cfg.pageBytes,
+		Logger:     logger,
 	})
 	logger.Info("serving", "addr", addr, "node_did", chain.NodeDID(), "data_dir", string(dir),
 		"tip_seq", chain.Tip().Seq, "version", version, "catalog_version", cat.Version)

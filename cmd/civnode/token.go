@@ -173,7 +173,7 @@ func (m *Main) withTokenAdmin(ctx context.Context, g *globals, cfg *tokenConfig,
 			err = fmt.Errorf("close event log: %w", cerr)
 		}
 	}()
-	return do(ctx, offlineTokens{node.tokens})
+	return do(ctx, offlineTokens{node.Tokens})
 }
 
 // printIssued prints the secret alone on stdout, so that $(civnode token create …)

@@ -1,0 +1,105 @@
+package core
+
+import (
+	"fmt"
+
+	"github.com/civnode/civnode/commands"
+	"github.com/civnode/civnode/commands/catalog"
+	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/projections"
+)
+
+// Core is a node's wired centre. The queries (Identities, Missions, GameState)
+// read durable state; the commands read the same models at their newest state
+// (Decisions) inside eventlog.Log.Decide.
+type Core struct {
+	Log *eventlog.Log
+
+	Identities *projections.Identities
+	Missions   *projections.Missions
+	GameState  *projections.Game
+
+	Identity *commands.Identity
+	Mission  *commands.Mission
+	Game     *commands.Game
+	Tokens   *commands.Tokens
+}
+
+// Compile-time proof that the models satisfy what commands declare.
+var (
+	_ commands.IdentityReader   = (*projections.Identities)(nil)
+	_ commands.ControllerReader = (*projections.Identities)(nil)
+	_ commands.PublicIDResolver = (*projections.Identities)(nil)
+	_ commands.ProfileReader    = (*projections.Identities)(nil)
+	_ commands.MissionReader    = (*projections.Missions)(nil)
+	_ commands.GameReader       = (*projections.Game)(nil)
+)
+
+// Open opens the log described by opts with the read models attached, which
+// eventlog.Open brings up to the chain's tip (catching up or rebuilding as
+// their stored watermark and version require), and builds the commands, which
+// accept the vocabulary of cat (nil: the built-in catalog). The models are
+// current when it returns, so a caller may serve at once.
+func Open(opts eventlog.Options, cat *catalog.Catalog) (c *Core, err error) {
+	if cat == nil {
+		cat = catalog.Default()
+	}
+	opts.Models = projections.Folder{}
+	l, err := eventlog.Open(opts)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			l.Close()
+		}
+	}()
+	c = &Core{Log: l,
+		Identities: projections.NewIdentities(l),
+		Missions:   projections.NewMissions(l),
+		GameState:  projections.NewGame(l),
+	}
+	ids, missions, game := c.Identities.Decisions(), c.Missions.Decisions(), c.GameState.Decisions()
+	c.Identity, err = commands.NewIdentity(commands.IdentityOptions{
+		Log: l, NodeKey: opts.Key, Identities: ids, Controllers: ids, Catalog: cat,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("identity commands: %w", err)
+	}
+	c.Mission, err = commands.NewMission(commands.MissionOptions{
+		Log: l, Missions: missions, Identities: ids, Profiles: ids, Catalog: cat,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mission commands: %w", err)
+	}
+	c.Game, err = commands.NewGame(commands.GameOptions{Log: l, Mission: c.Mission, Game: game, Catalog: cat})
+	if err != nil {
+		return nil, fmt.Errorf("game commands: %w", err)
+	}
+	c.Tokens, err = commands.NewTokens(commands.TokensOptions{
+		Store: l, Auditor: l, Identities: c.Identities, NodeDID: l.NodeDID(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("token service: %w", err)
+	}
+	return c, nil
+}
+
+// Skipped sums the events the models could not apply, per model. Every count
+// stays 0 on a chain written by civnode's commands; anything else is a bug.
+func (c *Core) Skipped() (map[string]uint64, error) {
+	out := map[string]uint64{}
+	for name, f := range map[string]func() (uint64, error){
+		"identities": c.Identities.Skipped, "missions": c.Missions.Skipped, "game": c.GameState.Skipped,
+	} {
+		n, err := f()
+		if err != nil {
+			return nil, err
+		}
+		out[name] = n
+	}
+	return out, nil
+}
+
+// Close closes the log.
+func (c *Core) Close() error { return c.Log.Close() }

@@ -1,0 +1,9 @@
+// Package core wires a node's centre: the event log opened with the read models
+// folded into it (projections.Folder), the queries over those models, and the
+// commands that decide against them. `civnode serve`, `replay`, the offline
+// token commands and every test that needs a whole node open it through Open,
+// so a test exercises the same wiring as the binary (review D3).
+//
+// It lives under cmd because wiring is the one place allowed to know every
+// package (design.md, "Packages").
+package core

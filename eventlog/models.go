@@ -1,0 +1,276 @@
+package eventlog
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Folder is the read side as the log sees it: a deterministic fold of the chain
+// into key-value state kept in the log's model space (doc.go, "Read models").
+// The projections package implements it; the log knows nothing of what it keeps.
+type Folder interface {
+	// Version names the layout of the state Fold writes. When the version stored
+	// with the models differs, Open rebuilds them from the chain.
+	Version() string
+	// Fold applies one event through tx. It runs on the sequencer, in seq order,
+	// as soon as the event has its place in the chain, and its writes are
+	// committed in the same batch as the event. An error fails the log: it means
+	// the model store itself failed, not that the fold refused the event (a
+	// refusal is the folder's to count and roll back, see ModelTxn.Rollback).
+	Fold(tx *ModelTxn, ev *Event) error
+}
+
+// ModelReader reads model state. Values handed out must not be modified.
+type ModelReader interface {
+	Get(key []byte) (value []byte, ok bool, err error)
+}
+
+// modelEntry is a model write not yet durable: nil value means deleted.
+type modelEntry struct {
+	value   []byte
+	deleted bool
+	seq     uint64 // of the event that wrote it
+}
+
+// modelWrite is one write of a group, in the order the folds made it.
+type modelWrite struct {
+	key string
+	modelEntry
+}
+
+// modelSpace is one model key space (0x07 or 0x08): its prefix and the writes
+// folded on the sequencer that are not durable yet. Decisions read through the
+// overlay, so a command sees every decision before it; queries read the
+// database alone, so they see durable state only.
+type modelSpace struct {
+	db     *pebble.DB
+	prefix byte
+
+	mu      sync.RWMutex
+	overlay map[string]modelEntry
+}
+
+func newModelSpace(db *pebble.DB, prefix byte) *modelSpace {
+	return &modelSpace{db: db, prefix: prefix, overlay: map[string]modelEntry{}}
+}
+
+func (s *modelSpace) key(k []byte) []byte {
+	return append([]byte{s.prefix}, k...)
+}
+
+// get reads the newest value: the overlay, then the database.
+func (s *modelSpace) get(k []byte) ([]byte, bool, error) {
+	s.mu.RLock()
+	e, ok := s.overlay[string(k)]
+	s.mu.RUnlock()
+	if ok {
+		return e.value, !e.deleted, nil
+	}
+	return dbGet(s.db, s.key(k))
+}
+
+type getter interface {
+	Get(key []byte) ([]byte, io.Closer, error)
+}
+
+func dbGet(g getter, key []byte) ([]byte, bool, error) {
+	v, closer, err := g.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read model key %q: %w", key[1:], err)
+	}
+	out := slices.Clone(v)
+	closer.Close()
+	return out, true, nil
+}
+
+// stage moves the writes of one folded event into the overlay and into out.
+func (s *modelSpace) stage(tx *ModelTxn, out *[]modelWrite) {
+	if len(tx.writes) == 0 {
+		return
+	}
+	s.mu.Lock()
+	for _, w := range tx.writes {
+		s.overlay[w.key] = w.modelEntry
+	}
+	s.mu.Unlock()
+	*out = append(*out, tx.writes...)
+}
+
+// apply adds writes to b.
+func (s *modelSpace) apply(b *pebble.Batch, writes []modelWrite) {
+	for _, w := range writes {
+		k := s.key([]byte(w.key))
+		if w.deleted {
+			b.Delete(k, nil)
+		} else {
+			b.Set(k, w.value, nil)
+		}
+	}
+}
+
+// settle drops from the overlay what writes put there, now that it is durable,
+// unless a later event has written the key again.
+func (s *modelSpace) settle(writes []modelWrite) {
+	s.mu.Lock()
+	for _, w := range writes {
+		if e, ok := s.overlay[w.key]; ok && e.seq <= w.seq {
+			delete(s.overlay, w.key)
+		}
+	}
+	s.mu.Unlock()
+}
+
+// ModelTxn is the view one Fold call has: reads see the event's own writes,
+// then every event folded before it (durable or not). Writes become durable
+// with the event.
+type ModelTxn struct {
+	space  *modelSpace
+	seq    uint64
+	writes []modelWrite
+}
+
+// Seq is the seq of the event being folded.
+func (t *ModelTxn) Seq() uint64 { return t.seq }
+
+// Get reads key as the fold's own writes and every earlier event left it.
+func (t *ModelTxn) Get(key []byte) ([]byte, bool, error) {
+	for i := len(t.writes) - 1; i >= 0; i-- {
+		if w := &t.writes[i]; w.key == string(key) {
+			return w.value, !w.deleted, nil
+		}
+	}
+	return t.space.get(key)
+}
+
+// Set writes value under key. Keys never start with 0x00, which the log keeps
+// for the space's own metadata. value must not be modified afterwards.
+func (t *ModelTxn) Set(key, value []byte) {
+	t.put(key, modelEntry{value: value, seq: t.seq})
+}
+
+// Delete removes key.
+func (t *ModelTxn) Delete(key []byte) {
+	t.put(key, modelEntry{deleted: true, seq: t.seq})
+}
+
+func (t *ModelTxn) put(key []byte, e modelEntry) {
+	if len(key) == 0 || key[0] == 0 {
+		panic(fmt.Sprintf("eventlog: model key %q is reserved", key))
+	}
+	t.writes = append(t.writes, modelWrite{key: string(key), modelEntry: e})
+}
+
+// Mark returns the position Rollback returns to.
+func (t *ModelTxn) Mark() int { return len(t.writes) }
+
+// Rollback discards the writes made since mark: a fold that refuses an event
+// leaves the models as they were.
+func (t *ModelTxn) Rollback(mark int) { t.writes = t.writes[:mark] }
+
+// ModelLatest returns a reader of the newest model state, including events that
+// are sequenced but not yet durable. Commands read it inside Decide, where it
+// holds every decision made before theirs; anything else reads a ModelView.
+func (l *Log) ModelLatest() ModelReader { return latestReader{l} }
+
+type latestReader struct{ l *Log }
+
+func (r latestReader) Get(key []byte) ([]byte, bool, error) {
+	sp := r.l.liveModels()
+	if sp == nil {
+		return nil, false, errNoModels
+	}
+	return sp.get(key)
+}
+
+var errNoModels = errors.New("the log has no read models (Options.Models)")
+
+// ModelView is a consistent, durable view of the model state: a Pebble snapshot.
+// Close it when done.
+type ModelView struct {
+	snap   *pebble.Snapshot
+	prefix byte
+}
+
+// ModelView returns a view of the durable model state. It sees what every
+// released Append and Decide wrote, and nothing that is not durable.
+func (l *Log) ModelView() (*ModelView, error) {
+	sp := l.liveModels()
+	if sp == nil {
+		return nil, errNoModels
+	}
+	return &ModelView{snap: l.db.NewSnapshot(), prefix: sp.prefix}, nil
+}
+
+// Get reads key; the value is a copy.
+func (v *ModelView) Get(key []byte) ([]byte, bool, error) {
+	return dbGet(v.snap, append([]byte{v.prefix}, key...))
+}
+
+// Scan calls fn for each key in [lower, upper) in key order, or in reverse key
+// order when reverse is set, until fn returns false or an error. key and value
+// are valid only during the call.
+func (v *ModelView) Scan(lower, upper []byte, reverse bool, fn func(key, value []byte) (bool, error)) error {
+	lo := append([]byte{v.prefix}, lower...)
+	var hi []byte
+	if upper == nil {
+		hi = []byte{v.prefix + 1}
+	} else {
+		hi = append([]byte{v.prefix}, upper...)
+	}
+	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return fmt.Errorf("scan read model: %w", err)
+	}
+	defer it.Close()
+	valid := it.First()
+	if reverse {
+		valid = it.Last()
+	}
+	for ; valid; valid = step(it, reverse) {
+		more, err := fn(it.Key()[1:], it.Value())
+		if err != nil || !more {
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("scan read model: %w", err)
+	}
+	return nil
+}
+
+func step(it *pebble.Iterator, reverse bool) bool {
+	if reverse {
+		return it.Prev()
+	}
+	return it.Next()
+}
+
+// Close releases the view.
+func (v *ModelView) Close() { v.snap.Close() }
+
+// PrefixEnd returns the first key after every key that starts with prefix, for
+// ModelView.Scan's upper bound; nil when there is none.
+func PrefixEnd(prefix []byte) []byte {
+	end := slices.Clone(prefix)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// modelsMeta keys live at the start of each model space.
+var (
+	modelVersionKey = []byte{0, 'v', 'e', 'r', 's', 'i', 'o', 'n'}
+	modelAppliedKey = []byte{0, 'a', 'p', 'p', 'l', 'i', 'e', 'd'}
+)
