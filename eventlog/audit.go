@@ -73,30 +73,51 @@ type AuditQuery struct {
 	Since  time.Time // entries strictly after; zero for all
 	Action string    // exact, or a prefix when it ends in ".*"; empty for all
 	Limit  int
+	// Bytes, if not 0, ends the result before the entry that would take the
+	// stored entries past it; the first entry is always returned.
+	Bytes int
 }
 
 // AuditEntries returns matching entries, oldest first.
 func (l *Log) AuditEntries(q AuditQuery) ([]AuditEntry, error) {
+	entries, _, err := l.AuditPage(context.Background(), q)
+	return entries, err
+}
+
+// AuditPage is AuditEntries that stops when ctx is done and reports whether
+// q.Bytes cut the result short.
+func (l *Log) AuditPage(ctx context.Context, q AuditQuery) (entries []AuditEntry, cut bool, err error) {
 	lower := []byte{spaceAudit}
 	if !q.Since.IsZero() {
 		lower = auditKey(max(q.Since.UnixMicro()+1, 0))
 	}
 	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: []byte{spaceAudit + 1}})
 	if err != nil {
-		return nil, err
+		return nil, false, fmt.Errorf("read audit entries: %w", err)
 	}
 	defer it.Close()
 	prefix, isPrefix := strings.CutSuffix(q.Action, "*")
-	entries := []AuditEntry{}
+	entries = []AuditEntry{}
+	size := 0
 	for valid := it.First(); valid && len(entries) < q.Limit; valid = it.Next() {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
 		var e AuditEntry
 		if err := json.Unmarshal(it.Value(), &e); err != nil {
-			return nil, fmt.Errorf("decode audit entry: %w", err)
+			return nil, false, fmt.Errorf("decode audit entry: %w", err)
 		}
 		if q.Action != "" && e.Action != q.Action && !(isPrefix && strings.HasPrefix(e.Action, prefix)) {
 			continue
 		}
+		if q.Bytes > 0 && len(entries) > 0 && size+len(it.Value()) > q.Bytes {
+			return entries, true, nil
+		}
+		size += len(it.Value())
 		entries = append(entries, e)
 	}
-	return entries, it.Error()
+	if err := it.Error(); err != nil {
+		return nil, false, fmt.Errorf("read audit entries: %w", err)
+	}
+	return entries, false, nil
 }

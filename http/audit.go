@@ -15,7 +15,9 @@ type auditResponse struct {
 }
 
 // handleAudit answers GET /v1/audit?since=&action=&limit= with the matching
-// entries, oldest first. action matches like the events' type filter.
+// entries, oldest first. action matches like the events' type filter. Like the
+// events, a page ends at the byte budget; page on with since= the last entry's
+// timestamp.
 func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	q := r.URL.Query()
 	limit, err := queryLimit(q)
@@ -30,12 +32,12 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request, _ httproute
 	if err != nil {
 		return err
 	}
-	entries, err := s.log.AuditEntries(eventlog.AuditQuery{Since: since, Action: action, Limit: limit})
+	entries, cut, err := s.log.AuditPage(r.Context(), eventlog.AuditQuery{Since: since, Action: action, Limit: limit, Bytes: s.pageBytes})
 	if err != nil {
 		return fmt.Errorf("query audit entries: %w", err)
 	}
-	if entries == nil {
-		entries = []eventlog.AuditEntry{} // [] rather than null
+	if cut {
+		w.Header().Set(PageTruncatedHeader, "true")
 	}
 	return writeJSON(w, auditResponse{Entries: entries})
 }

@@ -42,6 +42,12 @@ func newCivNode(t *testing.T) *civNode {
 // directory in place of memory, a clock).
 func newCivNodeWith(t *testing.T, edit func(*eventlog.Options)) *civNode {
 	t.Helper()
+	return newCivNodeServing(t, edit, nil)
+}
+
+// newCivNodeServing is newCivNodeWith with the server's options adjusted too.
+func newCivNodeServing(t *testing.T, edit func(*eventlog.Options), serve func(*Options)) *civNode {
+	t.Helper()
 	key := ed25519.NewKeyFromSeed(testSeed)
 	opts := eventlog.Options{InMemory: true, Key: key, Logger: discardLogger()}
 	if edit != nil {
@@ -54,9 +60,13 @@ func newCivNodeWith(t *testing.T, edit func(*eventlog.Options)) *civNode {
 	t.Cleanup(func() { c.Close() })
 	n := &civNode{core: c, key: key, read: c.Identities, mread: c.Missions, gread: c.GameState,
 		cmd: c.Identity, mcmd: c.Mission, gcmd: c.Game, tokens: c.Tokens}
-	s := New(Options{Log: c.Log, OwnerToken: testToken, Logger: discardLogger(),
+	sopts := Options{Log: c.Log, OwnerToken: testToken, Logger: discardLogger(),
 		Identity: c.Identity, Identities: c.Identities, Tokens: c.Tokens, Mission: c.Mission, Missions: c.Missions,
-		Game: c.Game, GameState: c.GameState, Governs: []string{"genesis"}})
+		Game: c.Game, GameState: c.GameState, Governs: []string{"genesis"}}
+	if serve != nil {
+		serve(&sopts)
+	}
+	s := New(sopts)
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
 	n.testNode = &testNode{t: t, log: c.Log, srv: s, url: hs.URL}

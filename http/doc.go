@@ -52,10 +52,13 @@
 //
 // Each non-streaming handler runs under Options.HandlerTimeout; when it runs out the
 // client gets 503 "timeout" at once, whether or not the handler has noticed its
-// context. The export is streamed, so it has no total limit; instead every write
-// must make progress within exportWriteIdle. The server bounds header and body reads
-// (ReadHeaderTimeout, ReadTimeout), idle connections and header size, and has no
-// WriteTimeout because that would cut off long exports.
+// context, and the handler's loops over records stop at their next context check.
+// Its response is buffered, bounded by the page byte budget (Options.PageBytes),
+// and sent under a write deadline (responseWriteTimeout), so a client that does not
+// read is dropped. The export is streamed, so it has no total limit; instead every
+// write must make progress within exportWriteIdle. The server bounds header and
+// body reads (ReadHeaderTimeout, ReadTimeout), idle connections and header size.
+// Every bound is listed in docs/limits.md.
 //
 // # Logging
 //
