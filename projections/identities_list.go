@@ -44,10 +44,10 @@ func decodeCursor(s string) (uint64, error) {
 // until fn returns false.
 func eachIdentity(v *eventlog.ModelView, after uint64, fn func(*identityState) (bool, error)) error {
 	prefix := append(key(identityOrder), 0)
-	lower := prefix
-	if after < math.MaxUint64 {
-		lower = seqKey(prefix, after+1)
+	if after == math.MaxUint64 {
+		return nil // nothing follows the last possible seq
 	}
+	lower := seqKey(prefix, after+1)
 	_, upper := under(key(identityOrder))
 	return v.Scan(lower, upper, false, func(_, did []byte) (bool, error) {
 		id := &identityState{}

@@ -160,10 +160,10 @@ func (p *Missions) page(v *eventlog.ModelView, f MissionFilter, pg Page) ([]page
 		return nil, "", err
 	}
 	prefix := append(key(missionIndex, name, value), 0)
-	lower := prefix
-	if after < math.MaxUint64 {
-		lower = seqKey(prefix, after+1)
+	if after == math.MaxUint64 {
+		return nil, "", nil // nothing follows the last possible seq
 	}
+	lower := seqKey(prefix, after+1)
 	_, upper := under(prefix[:len(prefix)-1])
 	var out []pagedMission
 	size, more := 0, false
