@@ -59,7 +59,7 @@ func (l *Log) submit(ctx context.Context, r *request) ([]Event, error) {
 	}
 	if err := l.Healthy(); err != nil {
 		l.closeMu.RUnlock()
-		return nil, fmt.Errorf("%w: %v", ErrFailed, err)
+		return nil, fmt.Errorf("%w: %w", ErrFailed, err)
 	}
 	l.reqs <- r
 	l.closeMu.RUnlock()
@@ -344,7 +344,7 @@ func (l *Log) runCommitter() {
 				continue
 			}
 			if err != nil {
-				r.err = fmt.Errorf("%w: %v", ErrFailed, err)
+				r.err = fmt.Errorf("%w: %w", ErrFailed, err)
 			} else {
 				r.events = make([]Event, r.n)
 				for i, p := range g.pending[k : k+r.n] {

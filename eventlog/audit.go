@@ -28,7 +28,7 @@ func (l *Log) Audit(ctx context.Context, action, actor string, detail any) (Audi
 		return AuditEntry{}, err
 	}
 	if err := l.Healthy(); err != nil {
-		return AuditEntry{}, fmt.Errorf("%w: %v", ErrFailed, err)
+		return AuditEntry{}, fmt.Errorf("%w: %w", ErrFailed, err)
 	}
 	if !ValidType(action) {
 		return AuditEntry{}, fmt.Errorf("audit action %q is not dot notation", action)

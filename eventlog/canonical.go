@@ -101,11 +101,11 @@ type Canonical struct{ b []byte }
 func Canonicalize(v any) (Canonical, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
-		return Canonical{}, fmt.Errorf("%w: %v", ErrInvalidDraft, err)
+		return Canonical{}, fmt.Errorf("%w: %w", ErrInvalidDraft, err)
 	}
 	b, err := canonicalPayload(raw)
 	if err != nil {
-		return Canonical{}, fmt.Errorf("%w: %v", ErrInvalidDraft, err)
+		return Canonical{}, fmt.Errorf("%w: %w", ErrInvalidDraft, err)
 	}
 	return Canonical{b}, nil
 }

@@ -158,7 +158,10 @@ func Open(opts Options) (*Log, error) {
 		return nil, fmt.Errorf("open read models: %w", err)
 	}
 	l.seq = sequencerState{next: l.tip.Seq + 1, prev: l.tip.ID, lastMicros: l.tip.Micros, typeCounts: cloneCounts(l.typeCounts)}
-	l.auditLast = l.lastAuditMicros()
+	if l.auditLast, err = l.lastAuditMicros(); err != nil {
+		db.Close()
+		return nil, err
+	}
 	go l.runSequencer()
 	go l.runCommitter()
 	return l, nil
@@ -228,11 +231,14 @@ func (l *Log) load(tailCheck int) error {
 	}
 	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: []byte{spaceEvent}, UpperBound: []byte{spaceEvent + 1}})
 	if err != nil {
-		return err
+		return fmt.Errorf("find the tip: %w", err)
 	}
 	defer it.Close()
 	if !it.Last() {
-		return it.Error()
+		if err := it.Error(); err != nil {
+			return fmt.Errorf("find the tip: %w", err)
+		}
+		return nil
 	}
 	tipSeq := u64(it.Key()[1:])
 	first := uint64(1)
@@ -307,7 +313,7 @@ func (l *Log) loadTypeCounts() (map[string]uint64, error) {
 	counts := map[string]uint64{}
 	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: []byte{spaceType}, UpperBound: []byte{spaceType + 1}})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("load type counts: %w", err)
 	}
 	defer it.Close()
 	for valid := it.First(); valid; {
@@ -319,19 +325,27 @@ func (l *Log) loadTypeCounts() (map[string]uint64, error) {
 		counts[typ] = u64(it.Value())
 		valid = it.SeekGE(typeKeyEnd(typ))
 	}
-	return counts, it.Error()
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("load type counts: %w", err)
+	}
+	return counts, nil
 }
 
-func (l *Log) lastAuditMicros() int64 {
+// lastAuditMicros is the key of the newest audit entry, 0 when there is none; a
+// new entry's timestamp must exceed it.
+func (l *Log) lastAuditMicros() (int64, error) {
 	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: []byte{spaceAudit}, UpperBound: []byte{spaceAudit + 1}})
 	if err != nil {
-		return 0
+		return 0, fmt.Errorf("find the newest audit entry: %w", err)
 	}
 	defer it.Close()
 	if !it.Last() {
-		return 0
+		if err := it.Error(); err != nil {
+			return 0, fmt.Errorf("find the newest audit entry: %w", err)
+		}
+		return 0, nil
 	}
-	return int64(u64(it.Key()[1:]))
+	return int64(u64(it.Key()[1:])), nil
 }
 
 // writeGenesis appends the first event synchronously, before the pipeline starts.

@@ -20,7 +20,7 @@ func recordKey(kind, id string) []byte {
 // PutRecord durably stores value under kind and id, replacing any earlier value.
 func (l *Log) PutRecord(kind, id string, value []byte) error {
 	if err := l.Healthy(); err != nil {
-		return fmt.Errorf("%w: %v", ErrFailed, err)
+		return fmt.Errorf("%w: %w", ErrFailed, err)
 	}
 	return withFatal(func() error { return l.db.Set(recordKey(kind, id), value, pebble.Sync) })
 }
