@@ -47,31 +47,71 @@ type modelWrite struct {
 // folded on the sequencer that are not durable yet. Decisions read through the
 // overlay, so a command sees every decision before it; queries read the
 // database alone, so they see durable state only.
+//
+// Below the overlay sits a bounded cache of durable values, present or absent,
+// for the keys decisions read again and again: a counter, the slug a publisher
+// names, the mission being claimed. A lookup of an absent key in Pebble must
+// ask every level that could hold it, so the cache matters most for those.
 type modelSpace struct {
 	db     *pebble.DB
 	prefix byte
 
 	mu      sync.RWMutex
 	overlay map[string]modelEntry
+	cache   map[string]modelEntry // durable values; seq unused
+	// settled counts settle calls, so that a value read from Pebble is cached
+	// only if no commit settled in the meantime (it could be older than that).
+	settled uint64
 }
 
+// modelCacheEntries bounds the cache: about 16 MiB of typical keys and values.
+const modelCacheEntries = 1 << 16
+
 func newModelSpace(db *pebble.DB, prefix byte) *modelSpace {
-	return &modelSpace{db: db, prefix: prefix, overlay: map[string]modelEntry{}}
+	return &modelSpace{db: db, prefix: prefix, overlay: map[string]modelEntry{}, cache: map[string]modelEntry{}}
 }
 
 func (s *modelSpace) key(k []byte) []byte {
 	return append([]byte{s.prefix}, k...)
 }
 
-// get reads the newest value: the overlay, then the database.
+// get reads the newest value: the overlay, the cache, then the database.
 func (s *modelSpace) get(k []byte) ([]byte, bool, error) {
 	s.mu.RLock()
 	e, ok := s.overlay[string(k)]
+	if !ok {
+		e, ok = s.cache[string(k)]
+	}
+	gen := s.settled
 	s.mu.RUnlock()
 	if ok {
 		return e.value, !e.deleted, nil
 	}
-	return dbGet(s.db, s.key(k))
+	v, found, err := dbGet(s.db, s.key(k))
+	if err != nil {
+		return nil, false, err
+	}
+	s.mu.Lock()
+	if s.settled == gen {
+		if len(s.cache) >= modelCacheEntries {
+			s.evict()
+		}
+		s.cache[string(k)] = modelEntry{value: v, deleted: !found}
+	}
+	s.mu.Unlock()
+	return v, found, nil
+}
+
+// evict drops about a quarter of the cache, in map order, which is random
+// enough for a cache of hot keys: they come back at their next read.
+func (s *modelSpace) evict() {
+	n := len(s.cache) / 4
+	for k := range s.cache {
+		if n--; n < 0 {
+			break
+		}
+		delete(s.cache, k)
+	}
 }
 
 type getter interface {
@@ -117,12 +157,17 @@ func (s *modelSpace) apply(b *pebble.Batch, writes []modelWrite) {
 }
 
 // settle drops from the overlay what writes put there, now that it is durable,
-// unless a later event has written the key again.
+// unless a later event has written the key again, and brings the cached keys
+// up to date.
 func (s *modelSpace) settle(writes []modelWrite) {
 	s.mu.Lock()
+	s.settled++
 	for _, w := range writes {
 		if e, ok := s.overlay[w.key]; ok && e.seq <= w.seq {
 			delete(s.overlay, w.key)
+		}
+		if _, ok := s.cache[w.key]; ok {
+			s.cache[w.key] = w.modelEntry
 		}
 	}
 	s.mu.Unlock()
