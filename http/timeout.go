@@ -1,7 +1,6 @@
 package http
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -32,7 +31,7 @@ func (s *Server) withTimeout(next httprouter.Handle) httprouter.Handle {
 		ctx, cancel := context.WithTimeout(r.Context(), s.handlerTimeout)
 		defer cancel()
 		r = r.WithContext(ctx)
-		tw := &timeoutWriter{h: make(http.Header), buf: getBuffer()}
+		tw := &timeoutWriter{h: make(http.Header), buf: &chunkBuffer{}}
 		done := make(chan struct{})
 		panicked := make(chan *handlerPanic, 1)
 		s.handlers.Add(1)
@@ -65,7 +64,7 @@ func (s *Server) withTimeout(next httprouter.Handle) httprouter.Handle {
 			default:
 			}
 			tw.abandoned = true
-			putBuffer(tw.buf)
+			tw.buf.Reset()
 			tw.buf = nil
 			tw.mu.Unlock()
 			s.setWriteDeadline(w)
@@ -79,7 +78,7 @@ func (s *Server) withTimeout(next httprouter.Handle) httprouter.Handle {
 func (s *Server) sendBuffered(w http.ResponseWriter, tw *timeoutWriter) {
 	s.setWriteDeadline(w)
 	err := tw.copyTo(w)
-	putBuffer(tw.buf)
+	tw.buf.Reset()
 	tw.buf = nil
 	if s.responseSent != nil {
 		s.responseSent(err)
@@ -114,7 +113,7 @@ func (s *Server) handOverPanic(tw *timeoutWriter, to chan<- *handlerPanic, p *ha
 type timeoutWriter struct {
 	mu        sync.Mutex
 	h         http.Header
-	buf       *bytes.Buffer // nil once abandoned
+	buf       *chunkBuffer // nil once abandoned
 	status    int
 	abandoned bool // the client has been answered; later writes go nowhere
 }
@@ -138,7 +137,7 @@ func (tw *timeoutWriter) copyTo(w http.ResponseWriter) error {
 	if tw.buf.Len() == 0 {
 		return nil
 	}
-	_, err := w.Write(tw.buf.Bytes())
+	_, err := tw.buf.WriteTo(w)
 	return err
 }
 
@@ -178,23 +177,6 @@ func (tw *timeoutWriter) discard() {
 	}
 	tw.status = 0
 	tw.buf.Reset()
-}
-
-// Response buffers are recycled, so that serving a page does not grow a fresh
-// buffer from nothing each time. Large ones (a page near its byte budget) are
-// left to the garbage collector rather than kept for the next small page.
-var bufferPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-const maxPooledBuffer = 256 << 10
-
-func getBuffer() *bytes.Buffer { return bufferPool.Get().(*bytes.Buffer) }
-
-func putBuffer(b *bytes.Buffer) {
-	if b == nil || b.Cap() > maxPooledBuffer {
-		return
-	}
-	b.Reset()
-	bufferPool.Put(b)
 }
 
 // handlerPanic carries a panic and the stack where it happened across goroutines,
