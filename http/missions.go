@@ -32,13 +32,13 @@ func (s *Server) missionRoutes() {
 	if s.missions == nil {
 		return
 	}
-	s.handle(http.MethodGet, "/v1/core/missions", s.handleListMissions, 0)
+	s.handle(http.MethodGet, "/v1/core/missions", s.handleListMissions, routeList)
 	s.handle(http.MethodPost, "/v1/core/missions", s.handleCreateMission, 0)
-	s.handle(http.MethodGet, "/v1/core/missions/:mission_id", s.handleGetMission, 0)
+	s.handle(http.MethodGet, "/v1/core/missions/:mission_id", s.handleGetMission, routeList) // and missions/my
 	s.handle(http.MethodPost, "/v1/core/missions/:mission_id/claim", missionTransition(s, s.mission.Claim), 0)
 	s.handle(http.MethodPost, "/v1/core/missions/:mission_id/complete", missionTransition(s, s.mission.Complete), 0)
 	s.handle(http.MethodPost, "/v1/core/missions/:mission_id/settle", missionTransition(s, s.mission.Settle), 0)
-	s.handle(http.MethodGet, "/v1/supervision/missions", s.handleSupervisionMissions, routeOwner)
+	s.handle(http.MethodGet, "/v1/supervision/missions", s.handleSupervisionMissions, routeOwner|routeList)
 }
 
 // myMissions is the mission id under which GET serves /v1/core/missions/my.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -107,6 +108,10 @@ type Server struct {
 	readTimeout     time.Duration
 	writeTimeout    time.Duration // responseWriteTimeout
 	exportWriteIdle time.Duration
+	// listSlots admits the list handlers that may build a page as large as the
+	// byte budget, a few at a time (withListSlot).
+	listSlots chan struct{}
+
 	// handlers counts the handler goroutines withTimeout runs, which may outlive
 	// their request once abandoned: Serve waits for them, so that the caller does
 	// not close the log under a handler still reading it.
@@ -176,6 +181,7 @@ func New(opts Options) *Server {
 		game:            opts.Game,
 		gameState:       opts.GameState,
 		readTimeout:     readTimeout,
+		listSlots:       make(chan struct{}, max(2, runtime.GOMAXPROCS(0))),
 		writeTimeout:    responseWriteTimeout,
 		exportWriteIdle: exportWriteIdle,
 	}
@@ -205,9 +211,9 @@ func New(opts Options) *Server {
 func (s *Server) routes() {
 	s.handle(http.MethodGet, "/v1/health", s.handleHealth, routePublic)
 	s.handle(http.MethodGet, "/v1/state", s.handleState, 0)
-	s.handle(http.MethodGet, "/v1/events", s.handleEvents, routeObserver)
+	s.handle(http.MethodGet, "/v1/events", s.handleEvents, routeObserver|routeList)
 	s.handle(http.MethodGet, "/v1/events/export", s.handleExport, routeStreaming|routeObserver)
-	s.handle(http.MethodGet, "/v1/audit", s.handleAudit, routeOwner)
+	s.handle(http.MethodGet, "/v1/audit", s.handleAudit, routeOwner|routeList)
 	s.adminRoutes()
 	s.civilizationRoutes()
 	s.missionRoutes()
@@ -222,7 +228,7 @@ func (s *Server) civilizationRoutes() {
 		return
 	}
 	s.handle(http.MethodPost, "/v1/civilization/bootstrap-identity", s.handleBootstrapIdentity, routeOwner)
-	s.handle(http.MethodGet, "/v1/civilization/identities", s.handleIdentities, 0)
+	s.handle(http.MethodGet, "/v1/civilization/identities", s.handleIdentities, routeList)
 	s.handle(http.MethodGet, "/v1/civilization/public-identity", s.handleGetPublicIdentity, 0)
 	s.handle(http.MethodPost, "/v1/civilization/public-identity", s.handlePostPublicIdentity, 0)
 	s.handle(http.MethodGet, "/v1/civilization/controller-binding", s.handleGetControllerBinding, 0)
@@ -231,7 +237,7 @@ func (s *Server) civilizationRoutes() {
 	s.handle(http.MethodPost, "/v1/civilization/profile", s.handlePostProfile, 0)
 	s.handle(http.MethodGet, "/v1/civilization/metrics", s.handleMetrics, 0)
 	s.handle(http.MethodGet, "/v1/civilization/briefing", s.handleCivilizationBriefing, 0)
-	s.handle(http.MethodGet, "/v1/supervision/identities", s.handleSupervisionIdentities, routeOwner)
+	s.handle(http.MethodGet, "/v1/supervision/identities", s.handleSupervisionIdentities, routeOwner|routeList)
 	s.handle(http.MethodGet, "/v1/supervision/home", s.handleSupervisionHome, 0)
 	s.handle(http.MethodGet, "/v1/supervision/briefing", s.handleSupervisionBriefing, routeOwner)
 }
@@ -252,6 +258,9 @@ const (
 	routeObserver
 	// routeOwner admits the owner token only (audit, admin); others get 403.
 	routeOwner
+	// routeList marks a list whose page may be as large as the byte budget; it
+	// runs in one of the server's list slots (withListSlot).
+	routeList
 )
 
 // handle registers h. The timeout is outermost so that authentication, including
@@ -266,6 +275,9 @@ func (s *Server) handle(method, path string, h handler, flags routeFlags) {
 			}
 			s.writeError(w, r, err)
 		}
+	}
+	if flags&routeList != 0 {
+		next = s.withListSlot(next)
 	}
 	if flags&routePublic == 0 {
 		next = s.requireAuth(next, flags)
