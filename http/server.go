@@ -109,7 +109,7 @@ type Server struct {
 	writeTimeout    time.Duration // responseWriteTimeout
 	exportWriteIdle time.Duration
 	// listSlots admits the list handlers that may build a page as large as the
-	// byte budget, a few at a time (withListSlot).
+	// byte budget, GOMAXPROCS-1 (at least 1) at a time (withListSlot).
 	listSlots chan struct{}
 
 	// handlers counts the handler goroutines withTimeout runs, which may outlive
@@ -181,7 +181,7 @@ func New(opts Options) *Server {
 		game:            opts.Game,
 		gameState:       opts.GameState,
 		readTimeout:     readTimeout,
-		listSlots:       make(chan struct{}, max(2, runtime.GOMAXPROCS(0))),
+		listSlots:       make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
 		writeTimeout:    responseWriteTimeout,
 		exportWriteIdle: exportWriteIdle,
 	}
