@@ -285,9 +285,9 @@ func (l *Log) fold(g *group, evs []*pending) error {
 		return nil
 	}
 	for _, p := range evs {
-		tx := &ModelTxn{space: sp, seq: p.ev.Seq}
-		if err := l.models.Fold(tx, p.ev); err != nil {
-			return fmt.Errorf("fold seq %d into read models: %w", p.ev.Seq, err)
+		tx, err := foldInto(l.models, sp, p.ev)
+		if err != nil {
+			return err
 		}
 		sp.stage(tx, &g.models)
 	}

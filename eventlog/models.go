@@ -180,6 +180,7 @@ type ModelTxn struct {
 	space  *modelSpace
 	seq    uint64
 	writes []modelWrite
+	err    error // a write under a reserved key; fails the fold
 }
 
 // Seq is the seq of the event being folded.
@@ -195,8 +196,9 @@ func (t *ModelTxn) Get(key []byte) ([]byte, bool, error) {
 	return t.space.get(key)
 }
 
-// Set writes value under key. Keys never start with 0x00, which the log keeps
-// for the space's own metadata. value must not be modified afterwards.
+// Set writes value under key. value must not be modified afterwards. A key that
+// is empty or starts with 0x00, which the log keeps for the space's own
+// metadata, is not written and fails the fold.
 func (t *ModelTxn) Set(key, value []byte) {
 	t.put(key, modelEntry{value: value, seq: t.seq})
 }
@@ -208,7 +210,10 @@ func (t *ModelTxn) Delete(key []byte) {
 
 func (t *ModelTxn) put(key []byte, e modelEntry) {
 	if len(key) == 0 || key[0] == 0 {
-		panic(fmt.Sprintf("eventlog: model key %q is reserved", key))
+		if t.err == nil {
+			t.err = fmt.Errorf("model key %q is reserved", key)
+		}
+		return
 	}
 	t.writes = append(t.writes, modelWrite{key: string(key), modelEntry: e})
 }
@@ -219,6 +224,20 @@ func (t *ModelTxn) Mark() int { return len(t.writes) }
 // Rollback discards the writes made since mark: a fold that refuses an event
 // leaves the models as they were.
 func (t *ModelTxn) Rollback(mark int) { t.writes = t.writes[:mark] }
+
+// foldInto folds ev into sp through a new transaction, for the sequencer and
+// for rebuilds alike, and returns the transaction whose writes are to be staged.
+func foldInto(f Folder, sp *modelSpace, ev *Event) (*ModelTxn, error) {
+	tx := &ModelTxn{space: sp, seq: ev.Seq}
+	err := f.Fold(tx, ev)
+	if err == nil {
+		err = tx.err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fold seq %d into read models: %w", ev.Seq, err)
+	}
+	return tx, nil
+}
 
 // ModelLatest returns a reader of the newest model state, including events that
 // are sequenced but not yet durable. Commands read it inside Decide, where it

@@ -157,9 +157,9 @@ func (l *Log) foldRange(ctx context.Context, sp *modelSpace, from, to uint64, pr
 	}
 	if from <= to {
 		err := l.Scan(from, to, func(ev *Event) error {
-			tx := &ModelTxn{space: sp, seq: ev.Seq}
-			if err := l.models.Fold(tx, ev); err != nil {
-				return fmt.Errorf("fold seq %d into read models: %w", ev.Seq, err)
+			tx, err := foldInto(l.models, sp, ev)
+			if err != nil {
+				return err
 			}
 			for _, w := range tx.writes {
 				size += len(w.key) + len(w.value)

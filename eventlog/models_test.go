@@ -46,6 +46,9 @@ func (c *counter) Fold(tx *ModelTxn, ev *Event) error {
 	if ev.Type == "test.refuse" {
 		tx.Rollback(mark)
 	}
+	if ev.Type == "test.reserved" {
+		tx.Set([]byte{0, 'x'}, []byte("meta is the log's"))
+	}
 	return nil
 }
 
@@ -259,5 +262,20 @@ func TestRebuildModelsReportsDifferences(t *testing.T) {
 	mustAppend(t, l, draft("test.a"))
 	if got := viewCount(t, l); got != 7 {
 		t.Fatalf("n after an append on the rebuilt models = %d, want 7", got)
+	}
+}
+
+// TestModelsReservedKeyFailsTheLog: a fold that writes under the space's
+// metadata keys is a bug in the folder; the log fails stop instead of writing.
+func TestModelsReservedKeyFailsTheLog(t *testing.T) {
+	l := openMem(t, Options{Models: &counter{version: "1"}})
+	if _, err := l.Append(context.Background(), draft("test.reserved")); !errors.Is(err, ErrFailed) {
+		t.Fatalf("append = %v, want ErrFailed", err)
+	}
+	if l.Healthy() == nil {
+		t.Fatal("the log is still healthy")
+	}
+	if got := viewCount(t, l); got != 1 {
+		t.Fatalf("n = %d, want 1 (genesis only)", got)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/eventlog/events"
 )
 
 // benchConfig is the command line of bench.
@@ -257,7 +258,7 @@ func (b *bench) appendRate(ctx context.Context) error {
 		return fmt.Errorf("open event log: %w", err)
 	}
 	op := func(ctx context.Context, w int) (int, error) {
-		_, err := l.Append(ctx, eventlog.Draft{Type: "mission.created", Payload: benchCreatedPayload(w)})
+		_, err := l.Append(ctx, eventlog.Draft{Type: events.TypeMissionCreated, Payload: benchCreatedPayload(w)})
 		return 1, err
 	}
 	res, err := runLoad(ctx, benchWriters, b.cfg.duration, 0, op, nil)
@@ -522,66 +523,25 @@ func countEvents(body []byte) int {
 // benchMissionBody is a typical subnet mission of about 500 bytes, published by
 // the owner as the governance actor of genesis (serve's default --governs).
 func benchMissionBody() []byte {
-	type reward struct {
-		AgentCredit         int `json:"agent_credit"`
-		Reputation          int `json:"reputation"`
-		Capacity            int `json:"capacity"`
-		TreasuryShareCredit int `json:"treasury_share_credit"`
-	}
-	body := struct {
-		Title           string         `json:"title"`
-		Description     string         `json:"description"`
-		Publisher       string         `json:"publisher"`
-		PublisherKind   string         `json:"publisher_kind"`
-		Domain          string         `json:"domain"`
-		SubnetID        string         `json:"subnet_id"`
-		ZoneID          string         `json:"zone_id"`
-		RequiredRole    string         `json:"required_role"`
-		RequiredFaction string         `json:"required_faction"`
-		Reward          reward         `json:"reward"`
-		Payload         map[string]any `json:"payload"`
-	}{
-		Title:       "Escort the ore convoy",
-		Description: "Escort the ore convoy from the north dock to the refinery and report any raid on the way.",
-		Publisher:   "genesis", PublisherKind: "planetary_government", Domain: "security", SubnetID: "genesis",
-		ZoneID: "north-dock", RequiredRole: "enforcer", RequiredFaction: "order",
-		Reward:  reward{AgentCredit: 25, Reputation: 3, Capacity: 1, TreasuryShareCredit: 5},
-		Payload: map[string]any{"route": []string{"north-dock", "refinery"}, "escorts": 2},
-	}
-	raw, err := json.Marshal(body)
-	if err != nil {
-		panic(err) // a fixed value of plain types
-	}
-	return raw
+	return []byte(`{"title":"Escort the ore convoy",` +
+		`"description":"Escort the ore convoy from the north dock to the refinery and report any raid on the way.",` +
+		`"publisher":"genesis","publisher_kind":"planetary_government","domain":"security","subnet_id":"genesis",` +
+		`"zone_id":"north-dock","required_role":"enforcer","required_faction":"order",` +
+		`"reward":{"agent_credit":25,"reputation":3,"capacity":1,"treasury_share_credit":5},` +
+		`"payload":{"escorts":2,"route":["north-dock","refinery"]}}`)
 }
 
-// benchCreated is shaped like a mission.created payload (eventlog/events), which
-// commands encode from typed structs like it.
-type benchCreated struct {
-	MissionID       string         `json:"mission_id"`
-	Title           string         `json:"title"`
-	Description     string         `json:"description"`
-	Publisher       string         `json:"publisher"`
-	PublisherKind   string         `json:"publisher_kind"`
-	IssuerDID       string         `json:"issuer_did"`
-	Domain          string         `json:"domain"`
-	SubnetID        string         `json:"subnet_id"`
-	ZoneID          *string        `json:"zone_id"`
-	RequiredRole    *string        `json:"required_role"`
-	RequiredFaction *string        `json:"required_faction"`
-	Reward          map[string]int `json:"reward"`
-	Payload         map[string]any `json:"payload"`
-}
-
-func benchCreatedPayload(worker int) benchCreated {
+// benchCreatedPayload is a mission.created payload as the mission commands
+// append it, from worker.
+func benchCreatedPayload(worker int) events.MissionCreated {
 	zone, role, faction := "north-dock", "enforcer", "order"
-	return benchCreated{
+	return events.MissionCreated{
 		MissionID: fmt.Sprintf("019b0000-0000-7000-8000-%012x", mrand.Uint64()&0xffffffffffff),
 		Title:     "Escort the ore convoy", Description: "Escort the ore convoy from the north dock to the refinery.",
 		Publisher: "genesis", PublisherKind: "planetary_government", IssuerDID: "did:key:z6MkgMWt3ZTN97sQXRQDjXWTqFWN2K7GVyADfdBuZe5tAPR8",
 		Domain: "security", SubnetID: "genesis", ZoneID: &zone, RequiredRole: &role, RequiredFaction: &faction,
-		Reward:  map[string]int{"agent_credit": 25, "reputation": 3, "capacity": 1, "treasury_share_credit": 5},
-		Payload: map[string]any{"route": []string{"north-dock", "refinery"}, "escorts": 2, "worker": worker},
+		Reward:  events.Reward{AgentCredit: 25, Reputation: 3, Capacity: 1, TreasuryShareCredit: 5},
+		Payload: json.RawMessage(fmt.Sprintf(`{"escorts":2,"route":["north-dock","refinery"],"worker":%d}`, worker)),
 	}
 }
 
