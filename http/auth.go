@@ -122,6 +122,12 @@ func bearerToken(header string) (string, bool) {
 // admits (flags), answers unknown tokens 401 and the wrong kind 403.
 func (s *Server) requireAuth(next httprouter.Handle, flags routeFlags) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		if len(r.Header.Values("Authorization")) > 1 {
+			// Which one counts would differ between this node and a proxy in front
+			// of it; neither guess is safe.
+			s.writeError(w, r, errTwoAuthorizations)
+			return
+		}
 		actor, ok := s.auth.authenticate(r)
 		if !ok {
 			s.auth.recordFailure(r)

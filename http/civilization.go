@@ -171,7 +171,7 @@ func pageQuery(q url.Values, def int) (limit int, cursor string, err error) {
 // cursorError turns a projection's paging error into the client's 400.
 func cursorError(err error) error {
 	if errors.Is(err, projections.ErrBadCursor) {
-		return commands.Invalid("cursor", "cursor is not one this node handed out; start again without it")
+		return invalidQuery("cursor", "cursor is not one this node handed out; start again without it")
 	}
 	return err
 }

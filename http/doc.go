@@ -38,10 +38,18 @@
 // Query parameters: limit is an integer 1..1000 (default 100); since is RFC 3339 with
 // any offset and any number of fractional digits, converted to UTC, and selects
 // entries strictly after it; type (events) and action (audit) match exactly, or by
-// prefix when they end in ".*". An empty value is the same as an absent one, a
-// parameter given twice is rejected, and unknown parameters are ignored. Since a
-// literal "+" in a query string decodes to a space, a since whose offset sign arrived
-// as a space is read as "+". A bad value is 400 "invalid_field" naming the parameter.
+// prefix when they end in ".*". An empty value is the same as an absent one, and
+// unknown parameters are ignored. Since a literal "+" in a query string decodes to a
+// space, a since whose offset sign arrived as a space is read as "+". A bad value is
+// 400 "invalid_field" naming the parameter. The query string itself must parse
+// whole on every route (checkQuery): a pair with a semicolon or a bad %-escape, a
+// parameter given twice, and a cursor the node did not hand out are 400
+// "invalid_query", because net/url would drop the pair and with it a filter.
+//
+// Every GET route answers HEAD. Two Authorization headers are 400
+// "invalid_header"; a Content-Encoding other than identity is 415
+// "unsupported_content_encoding". The answers net/http writes itself before any
+// handler (400, 431, 501) are rewritten to the JSON error shape (protocol.go).
 //
 // Request bodies (decode.go) are limited to Options.BodyLimit (413 "body_too_large")
 // and must be exactly one JSON value with no unknown fields (400 "unknown_field"),
@@ -52,7 +60,9 @@
 //
 // Each non-streaming handler runs under Options.HandlerTimeout; when it runs out the
 // client gets 503 "timeout" at once, whether or not the handler has noticed its
-// context, and the handler's loops over records stop at their next context check.
+// context or is blocked reading a body the client declared but did not send (the
+// read is ended and the connection closed after the answer), and the handler's
+// loops over records stop at their next context check.
 // Its response is buffered, bounded by the page byte budget (Options.PageBytes),
 // and sent under a write deadline (responseWriteTimeout), so a client that does not
 // read is dropped. The export is streamed, so it has no total limit; instead every

@@ -30,17 +30,27 @@ func (e *Error) Error() string {
 // Codes of wire.md §1 that this package produces, plus the availability codes that
 // table leaves open.
 const (
-	codeInvalidJSON      = "invalid_json"
-	codeUnknownField     = "unknown_field"
-	codeInvalidField     = "invalid_field"
-	codeUnauthorized     = "unauthorized"
-	codeNotFound         = "not_found"
-	codeMethodNotAllowed = "method_not_allowed"
-	codeBodyTooLarge     = "body_too_large"
-	codeInternal         = "internal"
-	codeUnavailable      = "unavailable"
-	codeTimeout          = "timeout"
-	codeCanceled         = "canceled"
+	codeInvalidJSON         = "invalid_json"
+	codeUnknownField        = "unknown_field"
+	codeInvalidField        = "invalid_field"
+	codeInvalidQuery        = "invalid_query"
+	codeInvalidHeader       = "invalid_header"
+	codeUnsupportedEncoding = "unsupported_content_encoding"
+	codeUnauthorized        = "unauthorized"
+	codeNotFound            = "not_found"
+	codeMethodNotAllowed    = "method_not_allowed"
+	codeBodyTooLarge        = "body_too_large"
+	codeInternal            = "internal"
+	codeUnavailable         = "unavailable"
+	codeTimeout             = "timeout"
+	codeCanceled            = "canceled"
+)
+
+// Codes of the answers net/http writes itself, rewritten to JSON (protocol.go).
+const (
+	codeBadRequest      = "bad_request"
+	codeHeadersTooLarge = "headers_too_large"
+	codeNotImplemented  = "not_implemented"
 )
 
 // The constructors below are the only places a client error gets its status, so the
@@ -60,6 +70,13 @@ func invalidField(field, format string, args ...any) *Error {
 		Message: fmt.Sprintf(format, args...)}
 }
 
+// invalidQuery is a query string that does not parse, a repeated parameter or a
+// cursor the node did not hand out: the request as sent has no single meaning.
+func invalidQuery(param, format string, args ...any) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: codeInvalidQuery, Field: param,
+		Message: fmt.Sprintf(format, args...)}
+}
+
 func bodyTooLarge(limit int64) *Error {
 	return &Error{Status: http.StatusRequestEntityTooLarge, Code: codeBodyTooLarge,
 		Message: fmt.Sprintf("request body is larger than %d bytes", limit)}
@@ -68,6 +85,10 @@ func bodyTooLarge(limit int64) *Error {
 var (
 	errUnauthorized = &Error{Status: http.StatusUnauthorized, Code: codeUnauthorized,
 		Message: "missing or invalid bearer token"}
+	errTwoAuthorizations = &Error{Status: http.StatusBadRequest, Code: codeInvalidHeader, Field: "Authorization",
+		Message: "the request has more than one Authorization header; send exactly one"}
+	errContentEncoding = &Error{Status: http.StatusUnsupportedMediaType, Code: codeUnsupportedEncoding, Field: "Content-Encoding",
+		Message: "request bodies are not decoded; send them without a Content-Encoding (or identity)"}
 	errNotFound = &Error{Status: http.StatusNotFound, Code: codeNotFound,
 		Message: "no such endpoint"}
 	errMethodNotAllowed = &Error{Status: http.StatusMethodNotAllowed, Code: codeMethodNotAllowed,

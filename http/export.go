@@ -2,7 +2,6 @@ package http
 
 import (
 	"compress/gzip"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +21,9 @@ type exportSealedDetail struct {
 	ExportID     string `json:"export_id"`
 	EventCount   uint64 `json:"event_count"`
 	ChainTipHash string `json:"chain_tip_hash"`
+	// Coalesced counts the earlier exports, sealed since the previous entry
+	// beyond the audit rate, that this entry stands for (export_audit.go).
+	Coalesced uint64 `json:"coalesced,omitempty"`
 }
 
 // handleExport answers GET /v1/events/export with a signed bundle of the whole
@@ -52,6 +54,11 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request, _ httprout
 		gz, _ = gzip.NewWriterLevel(wire, gzip.BestSpeed)
 		out = gz
 	}
+	if r.Method == http.MethodHead {
+		// The headers of the export without writing, or sealing, a bundle.
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
 
 	summary, err := s.log.WriteBundle(r.Context(), out, eventlog.BundleHeader{}, s.exportProgress)
 	if err == nil && gz != nil {
@@ -74,10 +81,8 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request, _ httprout
 	}
 
 	// The bundle is complete; record it even if the client disconnects now.
-	detail := exportSealedDetail{ExportID: summary.ExportID, EventCount: summary.EventCount, ChainTipHash: summary.TipHash}
-	if _, err := s.log.Audit(context.WithoutCancel(r.Context()), "export.sealed", auditActor(actor), detail); err != nil {
-		s.logger.Warn("audit export.sealed", "export_id", summary.ExportID, "err", err)
-	}
+	s.exportAudit.sealed(auditActor(actor), exportSealedDetail{
+		ExportID: summary.ExportID, EventCount: summary.EventCount, ChainTipHash: summary.TipHash})
 	return nil
 }
 

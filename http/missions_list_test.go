@@ -117,10 +117,19 @@ func TestMissionListFilters(t *testing.T) {
 	for _, bad := range []struct{ query, field string }{
 		{"state=open", "state"}, {"state=Created", "state"}, {"subnet_id=Rim", "subnet_id"}, {"domain=a%20b", "domain"},
 		{"required_role=pilot", "required_role"}, {"publisher=P!", "publisher"}, {"limit=0", "limit"}, {"limit=1001", "limit"},
-		{"limit=x", "limit"}, {"cursor=abc", "cursor"}, {"cursor=aQAAAAAAAAAB", "cursor"}, {"state=created&state=claimed", "state"},
+		{"limit=x", "limit"},
 	} {
 		w.get("/v1/core/missions?"+bad.query).wantError(t, http.StatusBadRequest, "invalid_field", bad.field)
 		w.get("/v1/supervision/missions?"+bad.query).wantError(t, http.StatusBadRequest, "invalid_field", bad.field)
+	}
+	// A query with no single meaning: a cursor the node did not hand out, a
+	// repeated parameter, a pair that does not parse.
+	for _, bad := range []struct{ query, field string }{
+		{"cursor=abc", "cursor"}, {"cursor=aQAAAAAAAAAB", "cursor"}, {"state=created&state=claimed", "state"},
+		{"state=settled;", "state"}, {"publisher=%zz", "publisher"},
+	} {
+		w.get("/v1/core/missions?"+bad.query).wantError(t, http.StatusBadRequest, "invalid_query", bad.field)
+		w.get("/v1/supervision/missions?"+bad.query).wantError(t, http.StatusBadRequest, "invalid_query", bad.field)
 	}
 }
 

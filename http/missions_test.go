@@ -285,7 +285,7 @@ func TestMissionRoutes(t *testing.T) {
 	}
 	r := w.civSend(http.MethodPost, "/v1/core/missions/my", testToken, map[string]any{})
 	r.wantError(t, http.StatusMethodNotAllowed, "method_not_allowed", "")
-	if got := r.header.Get("Allow"); got != "GET, OPTIONS" {
+	if got := r.header.Get("Allow"); got != "GET, HEAD, OPTIONS" {
 		t.Errorf("Allow = %q", got)
 	}
 	w.civSend(http.MethodDelete, "/v1/core/missions/"+rec.MissionID, testToken, nil).wantError(t, http.StatusMethodNotAllowed, "method_not_allowed", "")

@@ -23,7 +23,7 @@ func queryValue(q url.Values, name string) (string, error) {
 	case len(vs) == 0:
 		return "", nil
 	case len(vs) > 1:
-		return "", invalidField(name, "%s is given %d times; give it at most once", name, len(vs))
+		return "", invalidQuery(name, "%s is given %d times; give it at most once", name, len(vs))
 	}
 	return vs[0], nil
 }
@@ -79,4 +79,49 @@ func queryFilter(q url.Values, name string) (string, error) {
 		return "", invalidField(name, "%s must be a dot-notation name such as mission.created, or a prefix such as mission.*", name)
 	}
 	return v, nil
+}
+
+// maxQueryNameEcho bounds how much of a parameter name an error repeats back.
+const maxQueryNameEcho = 64
+
+// checkQuery parses a raw query string strictly. url.ParseQuery, and so
+// URL.Query, drops a pair it cannot parse and keeps the rest, which turns
+// ?type=payment.settled; into no filter at all and answers with every record.
+// Here a pair with a semicolon or a bad %-escape, and a parameter given twice,
+// is 400 invalid_query naming the parameter, so a handler that then reads
+// URL.Query sees exactly what the client sent.
+func checkQuery(raw string) error {
+	if raw == "" {
+		return nil
+	}
+	seen := make(map[string]bool, 4)
+	for pair := range strings.SplitSeq(raw, "&") {
+		if pair == "" {
+			continue
+		}
+		rawName, rawValue, _ := strings.Cut(pair, "=")
+		name, err := url.QueryUnescape(rawName)
+		if err != nil {
+			return invalidQuery(echoName(rawName), "query parameter name %q is not validly %%-escaped", echoName(rawName))
+		}
+		if strings.Contains(pair, ";") {
+			return invalidQuery(echoName(name), "query parameter %s holds a semicolon; separate parameters with & and escape a literal ; as %%3B", echoName(name))
+		}
+		if _, err := url.QueryUnescape(rawValue); err != nil {
+			return invalidQuery(echoName(name), "the value of %s is not validly %%-escaped", echoName(name))
+		}
+		if seen[name] {
+			return invalidQuery(echoName(name), "%s is given more than once; give it at most once", echoName(name))
+		}
+		seen[name] = true
+	}
+	return nil
+}
+
+// echoName bounds a client's parameter name for an error message.
+func echoName(name string) string {
+	if len(name) > maxQueryNameEcho {
+		return strings.ToValidUTF8(name[:maxQueryNameEcho], "") + "…"
+	}
+	return strings.ToValidUTF8(name, "\uFFFD")
 }

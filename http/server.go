@@ -93,6 +93,7 @@ type Server struct {
 	handlerTimeout time.Duration
 	pageBytes      int
 	auth           *authenticator
+	exportAudit    *exportAudit
 	tokens         Tokens
 	identity       *commands.Identity
 	identities     *projections.Identities
@@ -171,6 +172,7 @@ func New(opts Options) *Server {
 		bodyLimit:       opts.BodyLimit,
 		handlerTimeout:  opts.HandlerTimeout,
 		pageBytes:       opts.PageBytes,
+		exportAudit:     newExportAudit(opts.Log, logger),
 		auth:            newAuthenticator(opts.OwnerToken, opts.Governs, opts.Tokens, opts.Log, logger, rate.NewLimiter(authAuditRate, authAuditBurst)),
 		tokens:          opts.Tokens,
 		identity:        opts.Identity,
@@ -203,7 +205,7 @@ func New(opts Options) *Server {
 	})
 	s.router.PanicHandler = s.recoverPanic
 	s.routes()
-	s.handler = s.logRequests(s.router)
+	s.handler = s.logRequests(s.refuseContentEncoding(s.router))
 	return s
 }
 
@@ -267,7 +269,11 @@ const (
 // its audit write, is bounded too.
 func (s *Server) handle(method, path string, h handler, flags routeFlags) {
 	next := func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		if err := h(w, r, ps); err != nil {
+		err := checkQuery(r.URL.RawQuery)
+		if err == nil {
+			err = h(w, r, ps)
+		}
+		if err != nil {
 			if tw, ok := w.(*timeoutWriter); ok {
 				// Whatever the handler wrote before it failed has not been sent;
 				// the error is the whole answer.
@@ -286,6 +292,11 @@ func (s *Server) handle(method, path string, h handler, flags routeFlags) {
 		next = s.withTimeout(next)
 	}
 	s.router.Handle(method, path, next)
+	if method == http.MethodGet {
+		// HEAD is GET without the body (RFC 9110 §9.3.2); net/http drops what the
+		// handler writes, so the headers, Content-Length included, are GET's.
+		s.router.Handle(http.MethodHead, path, next)
+	}
 }
 
 // ServeHTTP serves one request.
@@ -326,7 +337,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(jsonErrorListener{ln}) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve http: %w", err)
@@ -343,6 +354,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve http: %w", err)
 	}
+	// Exports coalesced in the last second are recorded before the log closes.
+	defer s.exportAudit.close()
 	// Abandoned handlers stop at their context's end, which has passed; wait
 	// for the last of them to leave the store.
 	left := make(chan struct{})

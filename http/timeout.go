@@ -67,6 +67,9 @@ func (s *Server) withTimeout(next httprouter.Handle) httprouter.Handle {
 			tw.buf.Reset()
 			tw.buf = nil
 			tw.mu.Unlock()
+			if r.ContentLength != 0 { // a body, declared or chunked, may be unread
+				s.endRequestBody(w)
+			}
 			s.setWriteDeadline(w)
 			s.writeError(w, r, ctx.Err())
 		}
@@ -83,6 +86,19 @@ func (s *Server) sendBuffered(w http.ResponseWriter, tw *timeoutWriter) {
 	if s.responseSent != nil {
 		s.responseSent(err)
 	}
+}
+
+// endRequestBody gives up on the rest of a request body once the handler has
+// timed out. Without it net/http, before it sends the 503, tries to read what is
+// left of the body to keep the connection reusable, and a client that declared
+// more than it sends (Content-Length: 100, then 10 bytes) would hold the answer
+// until the read timeout. An expired read deadline ends that read, and the
+// abandoned handler's, at once; the connection is then closed after the answer,
+// since the unread body leaves it unusable.
+func (s *Server) endRequestBody(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	// ErrNotSupported (a recorder in tests) has no connection to end.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }
 
 // setWriteDeadline bounds the writes of the rest of this response. A write that
