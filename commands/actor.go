@@ -22,7 +22,8 @@ const (
 	// identity whose active controller binding lives on this node, and governs the
 	// node's governed subnets.
 	ActorOwner ActorKind = iota + 1
-	// ActorAgent acts for exactly one identity (civnode token create --acts-for).
+	// ActorAgent acts for exactly one identity (civnode token create --acts-for),
+	// as long as that identity is not handed to another node (authorize.go).
 	ActorAgent
 	// ActorObserver may only read the event log, the stream and health.
 	ActorObserver

@@ -6,9 +6,13 @@ import "github.com/civnode/civnode/eventlog/events"
 // identity commands apply them, and so do later commands (missions) that act for
 // an identity or govern a subnet.
 //
-//   - The owner acts for the node DID and for every identity of this node, except
-//     one whose active controller binding names a different node (node_id set and
-//     not this node's DID): that identity is controlled elsewhere.
+//   - An identity whose active controller binding names a different node
+//     (node_id set and not this node's DID) has been handed to that node: no
+//     token of this node acts for it any more, neither the owner nor an agent
+//     token issued before the hand-off. Otherwise the owner, who can issue and
+//     rotate agent tokens at will, could take back through a token what the
+//     hand-off took from it.
+//   - The owner acts for the node DID and for every other identity of this node.
 //   - An agent token acts for its one identity only.
 //   - An observer acts for nobody and reads only the event log, the stream and
 //     health.
@@ -17,15 +21,27 @@ import "github.com/civnode/civnode/eventlog/events"
 // ActsFor reports whether a may act for the identity id on the node whose DID is
 // nodeDID.
 func (a Actor) ActsFor(nodeDID string, id events.IdentityRef) bool {
+	if _, elsewhere := BoundElsewhere(nodeDID, id); elsewhere {
+		return false
+	}
 	switch a.Kind {
 	case ActorOwner:
-		b := id.Binding
-		elsewhere := b != nil && b.Active && b.NodeID != nil && *b.NodeID != "" && *b.NodeID != nodeDID
-		return !elsewhere
+		return true
 	case ActorAgent:
 		return a.AgentDID != "" && a.AgentDID == id.AgentDID
 	}
 	return false
+}
+
+// BoundElsewhere returns the node that id's active controller binding names
+// when that is not the node whose DID is nodeDID: the identity has been handed
+// to that node and is controlled from there.
+func BoundElsewhere(nodeDID string, id events.IdentityRef) (node string, elsewhere bool) {
+	b := id.Binding
+	if b == nil || !b.Active || b.NodeID == nil || *b.NodeID == "" || *b.NodeID == nodeDID {
+		return "", false
+	}
+	return *b.NodeID, true
 }
 
 // ActsForNode reports whether a may act for the node's own DID.
@@ -61,10 +77,21 @@ func RequireAgentOrOwner(a Actor) error {
 	return nil
 }
 
-// RequireActsFor refuses an actor that may not act for id.
+// RequireActsFor refuses an actor that may not act for id. An actor that would
+// act for id but for a hand-off is told which node the identity went to.
 func RequireActsFor(a Actor, nodeDID string, id events.IdentityRef) error {
-	if !a.ActsFor(nodeDID, id) {
-		return Forbidden("forbidden", "this token may not act for %s", id.PublicID)
+	if a.ActsFor(nodeDID, id) {
+		return nil
 	}
-	return nil
+	if node, elsewhere := BoundElsewhere(nodeDID, id); elsewhere &&
+		(a.Kind == ActorOwner || a.Kind == ActorAgent && a.AgentDID == id.AgentDID) {
+		return handedOff(id.PublicID, node)
+	}
+	return Forbidden("forbidden", "this token may not act for %s", id.PublicID)
+}
+
+// handedOff is the 403 of an identity controlled from another node.
+func handedOff(publicID, node string) *Error {
+	return Forbidden("forbidden", "%s is controlled from node %s (its active controller binding names that node), "+
+		"so no token of this node acts for it", publicID, node)
 }

@@ -25,7 +25,11 @@ func TestActsFor(t *testing.T) {
 		{"owner, bound to another node", owner, events.IdentityRef{AgentDID: agentDID, Binding: bound(ptr("did:key:zelsewhere"), true)}, false},
 		{"owner, inactive binding to another node", owner, events.IdentityRef{AgentDID: agentDID, Binding: bound(ptr("did:key:zelsewhere"), false)}, true},
 		{"agent, itself", agentActor(agentDID), events.IdentityRef{AgentDID: agentDID}, true},
-		{"agent, itself bound elsewhere", agentActor(agentDID), events.IdentityRef{AgentDID: agentDID, Binding: bound(ptr("x"), true)}, true},
+		// A hand-off is final: the identity's own token no longer acts for it
+		// here, so it cannot bind it back.
+		{"agent, itself bound elsewhere", agentActor(agentDID), events.IdentityRef{AgentDID: agentDID, Binding: bound(ptr("did:key:zelsewhere"), true)}, false},
+		{"agent, itself bound to this node", agentActor(agentDID), events.IdentityRef{AgentDID: agentDID, Binding: bound(ptr(nodeDID), true)}, true},
+		{"agent, itself with an inactive binding elsewhere", agentActor(agentDID), events.IdentityRef{AgentDID: agentDID, Binding: bound(ptr("did:key:zelsewhere"), false)}, true},
 		{"agent, another", agentActor(agentDID), events.IdentityRef{AgentDID: otherDID}, false},
 		{"agent without DID", agentActor(""), events.IdentityRef{AgentDID: ""}, false},
 		{"observer", observer, events.IdentityRef{AgentDID: agentDID}, false},

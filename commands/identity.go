@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/civnode/civnode/commands/catalog"
 	"github.com/civnode/civnode/eventlog"
@@ -62,6 +63,9 @@ type Identity struct {
 
 	nodeBinding func() (NodeBinding, error)
 	randMu      sync.Mutex // io.Reader implementations need not be safe for concurrent use
+	// governed are the subnets this node governs, reserved as slugs
+	// (SetGoverned); nil until set.
+	governed atomic.Pointer[[]string]
 }
 
 // NewIdentity checks opts and returns the command set.

@@ -35,8 +35,8 @@ var errDIDCollision = errors.New("bootstrap identity: derived agent DID already 
 // Bootstrap registers a new identity with a fresh Ed25519 did:key, its public slug
 // and its initial profile. Only the owner may bootstrap. identity.bootstrapped and
 // profile.updated are appended as one unit. A given public_id that is taken is 409
-// slug_taken; an omitted one is generated from the display name and made unique
-// with -2, -3, ….
+// slug_taken, one that is reserved 409 slug_reserved (identity_reserved.go); an
+// omitted one is generated from the display name and made unique with -2, -3, ….
 func (c *Identity) Bootstrap(ctx context.Context, a Actor, in BootstrapInput) (BootstrapResult, error) {
 	if err := RequireOwner(a); err != nil {
 		return BootstrapResult{}, err
@@ -46,6 +46,9 @@ func (c *Identity) Bootstrap(ctx context.Context, a Actor, in BootstrapInput) (B
 	}
 	if in.PublicID != nil {
 		if err := checkPublicID(*in.PublicID); err != nil {
+			return BootstrapResult{}, err
+		}
+		if err := c.checkSlugClaim(a, *in.PublicID); err != nil {
 			return BootstrapResult{}, err
 		}
 	}
@@ -81,7 +84,7 @@ func (c *Identity) Bootstrap(ctx context.Context, a Actor, in BootstrapInput) (B
 			}
 		} else {
 			var err error
-			if slug, err = c.freeSlug(slugBase(in.DisplayName)); err != nil {
+			if slug, err = c.freeSlug(a, slugBase(in.DisplayName)); err != nil {
 				return nil, err
 			}
 		}
@@ -98,11 +101,15 @@ func (c *Identity) Bootstrap(ctx context.Context, a Actor, in BootstrapInput) (B
 	return BootstrapResult{AgentDID: did, PublicID: slug, Events: evs}, nil
 }
 
-// freeSlug returns the first candidate for base that no identity holds. It runs
-// inside a decision, where the model cannot change underneath it.
-func (c *Identity) freeSlug(base string) (string, error) {
+// freeSlug returns the first candidate for base that a may claim and no
+// identity holds. It runs inside a decision, where the model cannot change
+// underneath it.
+func (c *Identity) freeSlug(a Actor, base string) (string, error) {
 	for i := 1; ; i++ {
 		s := slugCandidate(base, i)
+		if c.reservedSlug(a, s) != "" {
+			continue
+		}
 		if _, taken, err := c.ids.IdentityBySlug(s); err != nil || !taken {
 			return s, err
 		}

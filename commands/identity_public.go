@@ -14,7 +14,7 @@ type PublicIdentityInput struct {
 	AgentDID    string `json:"agent_did"`    // required; the key, never changes
 	DisplayName string `json:"display_name"` // required
 	// PublicID, when given, changes the slug (409 slug_taken if another identity
-	// holds it); nil keeps the current one.
+	// holds it, 409 slug_reserved if no identity may); nil keeps the current one.
 	PublicID            *string  `json:"public_id"`
 	ModelProvider       *string  `json:"model_provider"`
 	CapabilitiesGranted []string `json:"capabilities_granted"`
@@ -62,6 +62,11 @@ func (c *Identity) UpdatePublicIdentity(ctx context.Context, a Actor, in PublicI
 		slug := id.PublicID
 		if in.PublicID != nil && *in.PublicID != slug {
 			slug = *in.PublicID
+			// Only a new claim is checked: a slug held from before the rule is
+			// kept (identity_reserved.go).
+			if err := c.checkSlugClaim(a, slug); err != nil {
+				return nil, err
+			}
 			if other, taken, err := c.ids.IdentityBySlug(slug); err != nil {
 				return nil, err
 			} else if taken && other.AgentDID != id.AgentDID {

@@ -217,7 +217,7 @@ func TestConcurrentExclusiveBindings(t *testing.T) {
 	}
 }
 
-func TestOwnerDoesNotActForIdentitiesBoundElsewhere(t *testing.T) {
+func TestNoTokenActsForIdentitiesBoundElsewhere(t *testing.T) {
 	n := newIDNode(t)
 	ctx := context.Background()
 	a := n.bootstrap("Wanderer")
@@ -226,24 +226,16 @@ func TestOwnerDoesNotActForIdentitiesBoundElsewhere(t *testing.T) {
 		ControllerKind: "local_model", ControllerRef: "r", NodeID: ptr(n.log.NodeDID())}); err != nil {
 		t.Fatal(err)
 	}
-	// Handed to another node: from now on only its agent token acts for it here.
+	// Handed to another node: from now on no token of this node acts for it
+	// (identity_handoff_test.go).
 	if _, err := n.cmd.UpdateControllerBinding(ctx, owner, commands.ControllerBindingInput{AgentDID: a.AgentDID,
-		ControllerKind: "local_model", ControllerRef: "r", NodeID: ptr("did:key:z6MkiTBz1ymuepAQ4HEHYSF1H8quG5GLVVQR3djdX3mDooWp")}); err != nil {
+		ControllerKind: "local_model", ControllerRef: "r", NodeID: ptr(otherNodeDID)}); err != nil {
 		t.Fatal(err)
 	}
 	tip := n.log.Tip().Seq
-	_, err := n.cmd.UpdateProfile(ctx, owner, commands.ProfileInput{AgentDID: a.AgentDID, Faction: ptr("order")})
-	n.refused(t, err, tip, commands.KindForbidden, "forbidden", "")
-	if _, err := n.cmd.UpdateProfile(ctx, agentActor(a.AgentDID), commands.ProfileInput{AgentDID: a.AgentDID, Faction: ptr("order")}); err != nil {
-		t.Fatalf("agent token for itself: %v", err)
-	}
-	// The agent brings it back; the owner acts for it again.
-	if _, err := n.cmd.UpdateControllerBinding(ctx, agentActor(a.AgentDID), commands.ControllerBindingInput{AgentDID: a.AgentDID,
-		ControllerKind: "local_model", ControllerRef: "r"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := n.cmd.UpdateProfile(ctx, owner, commands.ProfileInput{AgentDID: a.AgentDID}); err != nil {
-		t.Fatal(err)
+	for _, actor := range []commands.Actor{owner, agentActor(a.AgentDID)} {
+		_, err := n.cmd.UpdateProfile(ctx, actor, commands.ProfileInput{AgentDID: a.AgentDID, Faction: ptr("order")})
+		n.refused(t, err, tip, commands.KindForbidden, "forbidden", "")
 	}
 }
 

@@ -10,11 +10,15 @@ import (
 	"github.com/civnode/civnode/eventlog/events"
 )
 
-// MissionReader finds missions. Mission commands read it only inside
-// eventlog.Log.Decide, so it must be a decision model: a projection fed by
-// eventlog.Options.OnSequenced, which has seen every decision made before.
+// MissionReader finds missions and what their settlements have paid. Mission
+// commands read it only inside eventlog.Log.Decide, so it must be a decision
+// model: a projection fed by eventlog.Options.OnSequenced, which has seen every
+// decision made before.
 type MissionReader interface {
 	MissionRef(missionID string) (events.MissionRef, bool, error)
+	// PaidTotal is what every settlement so far has paid, summed: the totals
+	// that settlements are bounded by (MaxBalance).
+	PaidTotal() (events.Reward, error)
 }
 
 // ProfileReader finds an identity's profile, for the eligibility rules of a

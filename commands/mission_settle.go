@@ -16,7 +16,9 @@ type SettleMissionInput struct{}
 // without being paid, nor paid twice. Only a token that acts for the publisher
 // (the identity that issued the mission, or for a subnet's mission a governance
 // actor of that subnet) or a governance actor of the mission's subnet_id may
-// settle (403 forbidden), and only a completed mission (409 invalid_state).
+// settle (403 forbidden), and only a completed mission (409 invalid_state). A
+// settlement that would take a balance, a treasury or a total past MaxBalance
+// is 409 balance_overflow, and the mission stays completed.
 func (c *Mission) Settle(ctx context.Context, a Actor, missionID string, _ SettleMissionInput) (MissionResult, error) {
 	if err := RequireAgentOrOwner(a); err != nil {
 		return MissionResult{}, err
@@ -37,6 +39,13 @@ func (c *Mission) Settle(ctx context.Context, a Actor, missionID string, _ Settl
 			return nil, invalidState("mission %s is %s; only a completed mission can be settled", m.MissionID, m.State)
 		}
 		r := m.Reward
+		paid, err := c.paidTotal()
+		if err != nil {
+			return nil, err
+		}
+		if err := checkBalanceBound(m.MissionID, paid, r); err != nil {
+			return nil, err
+		}
 		return []eventlog.Draft{
 			{Type: events.TypeMissionSettled, Payload: events.MissionSettled{MissionID: m.MissionID, SettledBy: by, Reward: r}},
 			{Type: events.TypePaymentSettled, Payload: events.PaymentSettled{

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/eventlog/events"
 )
 
 // Agent and observer tokens (wire.md §2, beyond the spec): the owner issues them,
@@ -38,11 +39,12 @@ type TokenAuditor interface {
 	Audit(ctx context.Context, action, actor string, detail any) (eventlog.AuditEntry, error)
 }
 
-// PublicIDResolver finds the agent DID of a public identity, and the current
-// public_id of an agent DID: a token acts for a DID, and slugs can change. The
-// identities read model satisfies it.
+// PublicIDResolver finds the identity of a public_id, with its controller
+// binding (a token is not issued for an identity handed to another node), and
+// the current public_id of an agent DID: a token acts for a DID, and slugs can
+// change. The identities read model satisfies it.
 type PublicIDResolver interface {
-	AgentDIDForPublicID(publicID string) (agentDID string, ok bool, err error)
+	IdentityBySlug(publicID string) (events.IdentityRef, bool, error)
 	PublicIDOf(agentDID string) (publicID string, ok bool, err error)
 }
 

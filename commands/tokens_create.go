@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/civnode/civnode/eventlog/events"
 )
 
 // Create issues a token of kind "agent", acting for the identity publicID, or
@@ -21,17 +23,24 @@ func (t *Tokens) Create(ctx context.Context, actor Actor, kind, publicID string)
 		if publicID == "" {
 			return IssuedToken{}, Missing("acts_for")
 		}
-		did, ok := "", false
+		var id events.IdentityRef
+		ok := false
 		if t.identities != nil {
 			var err error
-			if did, ok, err = t.identities.AgentDIDForPublicID(publicID); err != nil {
-				return IssuedToken{}, fmt.Errorf("resolve acts_for: %w", err)
+			if id, ok, err = t.identities.IdentityBySlug(publicID); err != nil {
+				return IssuedToken{}, fmt.Errorf("resolve acts_for %s: %w", publicID, err)
 			}
 		}
 		if !ok {
 			return IssuedToken{}, NotFound("identity_not_found", "acts_for", "no identity with public_id %q", publicID)
 		}
-		rec.PublicID, rec.AgentDID = tokenString(publicID), tokenString(did)
+		// The token could not act for it (Actor.ActsFor), and a token that
+		// looks as if it did would mislead whoever holds it.
+		if node, elsewhere := BoundElsewhere(t.nodeDID, id); elsewhere {
+			return IssuedToken{}, forbiddenField("acts_for", "%s is controlled from node %s (its active controller "+
+				"binding names that node), so this node issues no token for it", publicID, node)
+		}
+		rec.PublicID, rec.AgentDID = tokenString(publicID), tokenString(id.AgentDID)
 	case TokenKindObserver:
 		if publicID != "" {
 			return IssuedToken{}, Invalid("acts_for", "an observer token acts for no identity")

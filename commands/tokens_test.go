@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/eventlog/events"
 )
 
 var (
@@ -23,9 +24,9 @@ var (
 // tokIdentityMap stands in for the identities read model behind PublicIDResolver.
 type tokIdentityMap map[string]string
 
-func (m tokIdentityMap) AgentDIDForPublicID(publicID string) (string, bool, error) {
+func (m tokIdentityMap) IdentityBySlug(publicID string) (events.IdentityRef, bool, error) {
 	did, ok := m[publicID]
-	return did, ok, nil
+	return events.IdentityRef{AgentDID: did, PublicID: publicID}, ok, nil
 }
 
 func (m tokIdentityMap) PublicIDOf(agentDID string) (string, bool, error) {

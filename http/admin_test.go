@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"net/http"
 	"regexp"
@@ -9,15 +10,17 @@ import (
 	"testing"
 
 	"github.com/civnode/civnode/commands"
+	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/eventlog/events"
 )
 
 // tokenIdentities stands in for the identities read model the token service
 // resolves acts_for with.
 type tokenIdentities map[string]string
 
-func (m tokenIdentities) AgentDIDForPublicID(publicID string) (string, bool, error) {
+func (m tokenIdentities) IdentityBySlug(publicID string) (events.IdentityRef, bool, error) {
 	did, ok := m[publicID]
-	return did, ok, nil
+	return events.IdentityRef{AgentDID: did, PublicID: publicID}, ok, nil
 }
 
 func (m tokenIdentities) PublicIDOf(agentDID string) (string, bool, error) {
@@ -280,4 +283,50 @@ func TestAdminNeedsTokenService(t *testing.T) {
 	n := newTestNode(t)
 	n.get("/v1/admin/tokens").wantError(t, http.StatusNotFound, "not_found", "")
 	n.post("/v1/admin/tokens", testToken, `{"kind":"observer"}`).wantError(t, http.StatusNotFound, "not_found", "")
+}
+
+// TestAdminRefusesTokenForHandedOffIdentity: once an identity's own token has
+// bound it to another node, the owner can issue no agent token for it (403,
+// nothing stored or audited), and the token issued before the hand-off cannot
+// bind it back (issue 16 defect 5).
+func TestAdminRefusesTokenForHandedOffIdentity(t *testing.T) {
+	n := newCivNode(t)
+	did, _ := n.bootstrap(map[string]any{"display_name": "Wanderer", "public_id": "wanderer"})
+	own := n.agentToken("wanderer")
+	other := eventlog.DIDKey(ed25519.NewKeyFromSeed(make([]byte, 32)).Public().(ed25519.PublicKey))
+	n.civSend(http.MethodPost, "/v1/civilization/controller-binding", own, map[string]any{"agent_did": did,
+		"controller_kind": "remote_orchestrator", "controller_ref": "far-away", "node_id": other}).wantOK(t, nil)
+	binding := n.civSend(http.MethodGet, "/v1/civilization/controller-binding?public_id=wanderer", testToken, nil).wantOK(t, nil).body
+	tokensBefore := n.get("/v1/admin/tokens").wantOK(t, nil).body
+	audited := len(n.auditEntries("token.*"))
+
+	tip := n.log.Tip().Seq
+	r := n.post("/v1/admin/tokens", testToken, `{"kind":"agent","acts_for":"wanderer"}`)
+	r.wantError(t, http.StatusForbidden, "forbidden", "acts_for")
+	if !strings.Contains(string(r.body), other) {
+		t.Errorf("refusal %s does not name the node the identity was handed to", r.body)
+	}
+	if got := n.get("/v1/admin/tokens").wantOK(t, nil).body; string(got) != string(tokensBefore) {
+		t.Errorf("tokens changed on a refused create:\n %s\n %s", tokensBefore, got)
+	}
+	if got := len(n.auditEntries("token.*")); got != audited {
+		t.Errorf("token audit entries: %d before the refused create, %d after", audited, got)
+	}
+
+	// Neither the old agent token nor the owner can bind it back, or write for it.
+	back := map[string]any{"agent_did": did, "controller_kind": "local_model", "controller_ref": "home"}
+	for name, token := range map[string]string{"agent token issued before the hand-off": own, "owner": testToken} {
+		t.Run(name, func(t *testing.T) {
+			r := n.civSend(http.MethodPost, "/v1/civilization/controller-binding", token, back)
+			r.wantError(t, http.StatusForbidden, "forbidden", "")
+			n.civSend(http.MethodPost, "/v1/civilization/profile", token, map[string]any{"agent_did": did, "faction": "order"}).
+				wantError(t, http.StatusForbidden, "forbidden", "")
+			if got := n.log.Tip().Seq; got != tip {
+				t.Errorf("tip moved from %d to %d on refused writes", tip, got)
+			}
+		})
+	}
+	if got := n.civSend(http.MethodGet, "/v1/civilization/controller-binding?public_id=wanderer", testToken, nil).wantOK(t, nil).body; string(got) != string(binding) {
+		t.Errorf("binding changed:\n %s\n %s", binding, got)
+	}
 }

@@ -46,14 +46,15 @@ func TestMissionForbiddenTransitions(t *testing.T) {
 // appends nothing.
 func TestMissionAuthorization(t *testing.T) {
 	w := newMissionWorld(t)
-	// An identity controlled from another node: the owner does not act for it.
+	// An identity controlled from another node: no token of this node acts for
+	// it. Its mission was published before the hand-off.
 	w.addAgent("remote", "order", "broker", "")
-	w.civPost("/v1/civilization/controller-binding", map[string]any{"agent_did": w.dids["remote"],
-		"controller_kind": "remote_orchestrator", "controller_ref": "far-away",
-		"node_id": eventlog.DIDKey(ed25519.NewKeyFromSeed(make([]byte, 32)).Public().(ed25519.PublicKey))}).wantOK(t, nil)
 	remoteMission := w.create(w.tokens["remote"], map[string]any{"publisher": "remote", "subnet_id": "outer-rim"})
 	w.step(remoteMission.MissionID, "claim", w.tokens["ada"], map[string]any{"claimer": "ada"}).wantOK(t, nil)
 	w.step(remoteMission.MissionID, "complete", w.tokens["ada"], map[string]any{"result": "r"}).wantOK(t, nil)
+	w.civPost("/v1/civilization/controller-binding", map[string]any{"agent_did": w.dids["remote"],
+		"controller_kind": "remote_orchestrator", "controller_ref": "far-away",
+		"node_id": eventlog.DIDKey(ed25519.NewKeyFromSeed(make([]byte, 32)).Public().(ed25519.PublicKey))}).wantOK(t, nil)
 
 	created := w.advance("created")
 	claimed := w.advance("claimed")
@@ -72,6 +73,8 @@ func TestMissionAuthorization(t *testing.T) {
 		{"agent token for a subnet", "POST", "/v1/core/missions", w.tokens["pub"],
 			missionBody(map[string]any{"publisher": "genesis", "publisher_kind": "planetary_government"}), "forbidden", "publisher"},
 		{"owner for an identity bound elsewhere", "POST", "/v1/core/missions", testToken,
+			missionBody(map[string]any{"publisher": "remote"}), "forbidden", "publisher"},
+		{"its own agent token for an identity handed to another node", "POST", "/v1/core/missions", w.tokens["remote"],
 			missionBody(map[string]any{"publisher": "remote"}), "forbidden", "publisher"},
 		{"unknown publisher", "POST", "/v1/core/missions", testToken,
 			missionBody(map[string]any{"publisher": "nobody"}), "forbidden", "publisher"},

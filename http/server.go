@@ -134,6 +134,11 @@ func New(opts Options) *Server {
 	if opts.Log == nil {
 		panic("http.New: Options.Log is nil")
 	}
+	if opts.Identity != nil {
+		// The governed subnets' ids are reserved as slugs, whichever token
+		// claims one (commands/identity_reserved.go).
+		opts.Identity.SetGoverned(opts.Governs)
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}

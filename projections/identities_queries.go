@@ -48,7 +48,8 @@ func (p *Identities) IdentityByDID(agentDID string) (events.IdentityRef, bool, e
 	return id.ref(), true, nil
 }
 
-// IdentityBySlug is IdentityByDID by public_id.
+// IdentityBySlug is IdentityByDID by public_id. The token service resolves an
+// agent token's acts_for with it (commands.PublicIDResolver).
 func (p *Identities) IdentityBySlug(publicID string) (events.IdentityRef, bool, error) {
 	id, ok, err := p.identityBySlug(publicID)
 	if !ok || err != nil {
@@ -138,18 +139,6 @@ func (p *Identities) RecentEvents(agentDID string) ([]uint64, error) {
 		return nil, err
 	}
 	return id.Recent, nil
-}
-
-// AgentDIDForPublicID resolves a public_id to its agent DID (the token service's
-// commands.PublicIDResolver).
-func (p *Identities) AgentDIDForPublicID(publicID string) (string, bool, error) {
-	r, done, err := p.reader()
-	if err != nil {
-		return "", false, err
-	}
-	defer done()
-	did, err := slugHolder(r, publicID)
-	return did, did != "", err
 }
 
 // PublicIDOf returns the current public_id of an agent DID (the token service

@@ -39,8 +39,8 @@ func TestIdentitiesFold(t *testing.T) {
 	if _, ok := must2(c.ids.RecordBySlug("ada"))(t); ok {
 		t.Error("old slug still resolves")
 	}
-	if d, ok := must2(c.ids.AgentDIDForPublicID("ada-2"))(t); !ok || d != did(1) {
-		t.Errorf("ada-2 resolves to %q, %v", d, ok)
+	if ref, ok := must2(c.ids.IdentityBySlug("ada-2"))(t); !ok || ref.AgentDID != did(1) {
+		t.Errorf("ada-2 resolves to %q, %v", ref.AgentDID, ok)
 	}
 	if got := must(c.ids.ActiveBindingsByRef("gpu"))(t); len(got) != 1 || got[0].AgentDID != did(1) {
 		t.Errorf("active bindings of gpu: %+v", got)
@@ -94,8 +94,8 @@ func TestIdentitiesSkipContradictions(t *testing.T) {
 			out = append(out, r, ok, must(c.ids.RecentEvents(d))(t))
 		}
 		for _, s := range []string{"ada", "bob", "again"} {
-			d, ok := must2(c.ids.AgentDIDForPublicID(s))(t)
-			out = append(out, d, ok)
+			ref, ok := must2(c.ids.IdentityBySlug(s))(t)
+			out = append(out, ref.AgentDID, ok)
 		}
 		recs, next := must2(c.ids.List(projections.Page{Limit: 100}))(t)
 		return jsonOf(t, append(out, recs, next, must(c.ids.Count())(t), must(c.ids.Metrics())(t), must(c.ids.Subnets())(t)))

@@ -346,6 +346,20 @@ func (p *Missions) Balance(agentDID string) (Stats, error) {
 	return b, err
 }
 
+// PaidTotal returns what every settlement so far has paid, summed
+// (commands.MissionReader). Every balance and treasury is a part of it, so the
+// mission commands bound it, read through Decisions, to keep all of them exact
+// in JSON (commands.MaxBalance).
+func (p *Missions) PaidTotal() (events.Reward, error) {
+	r, done, err := p.reader()
+	if err != nil {
+		return events.Reward{}, err
+	}
+	defer done()
+	t, err := lastSettlement(r)
+	return t.Reward, err
+}
+
 // Treasury returns the credits settlements have routed to subnetID's treasury.
 func (p *Missions) Treasury(subnetID string) (int64, error) {
 	r, done, err := p.reader()
