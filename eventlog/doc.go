@@ -74,4 +74,10 @@
 // A bundle is the full chain framed as wire.md §4 describes; bundle_signature is
 // Ed25519 over the JCS of {"chain_root_hash","chain_tip_hash","generated_at"}.
 // WriteBundle streams it and VerifyBundle checks one in constant memory.
+//
+// # Node proof
+//
+// SignNodeProof signs, for a client about to trust the node with a token,
+// "civnode-node-proof-v1\n" + node_did + "\n" + addr + "\n" + hex(nonce) with a
+// 32-byte nonce (nodeproof.go). Nothing else the node key signs starts that way.
 package eventlog

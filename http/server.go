@@ -134,16 +134,16 @@ func New(opts Options) *Server {
 	if opts.Log == nil {
 		panic("http.New: Options.Log is nil")
 	}
-	if opts.Identity != nil {
-		// The governed subnets' ids are reserved as slugs, whichever token
-		// claims one (commands/identity_reserved.go).
-		opts.Identity.SetGoverned(opts.Governs)
-	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
 	if len(opts.Governs) == 0 {
 		opts.Governs = []string{"genesis"}
+	}
+	if opts.Identity != nil {
+		// The governed subnets' ids are reserved as slugs, whichever token
+		// claims one (commands/identity_reserved.go).
+		opts.Identity.SetGoverned(opts.Governs)
 	}
 	if opts.BodyLimit <= 0 {
 		opts.BodyLimit = defaultBodyLimit
@@ -217,6 +217,7 @@ func New(opts Options) *Server {
 // routes is the table of endpoints.
 func (s *Server) routes() {
 	s.handle(http.MethodGet, "/v1/health", s.handleHealth, routePublic)
+	s.handle(http.MethodPost, "/v1/node/proof", s.handleNodeProof, routePublic)
 	s.handle(http.MethodGet, "/v1/state", s.handleState, 0)
 	s.handle(http.MethodGet, "/v1/events", s.handleEvents, routeObserver|routeList)
 	s.handle(http.MethodGet, "/v1/events/export", s.handleExport, routeStreaming|routeObserver)
@@ -256,7 +257,7 @@ type handler func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) 
 type routeFlags uint8
 
 const (
-	// routePublic skips authentication (only GET /v1/health).
+	// routePublic skips authentication (GET /v1/health, POST /v1/node/proof).
 	routePublic routeFlags = 1 << iota
 	// routeStreaming skips the handler timeout; the handler bounds itself.
 	routeStreaming

@@ -31,6 +31,9 @@
 //	node.key       the node's Ed25519 private key, PKCS#8 PEM ("PRIVATE KEY")
 //	control.token  the owner bearer token: 32 random bytes as hex, then "\n"
 //	db/            the Pebble database of the event log (package eventlog)
+//	control.sock   while serve runs: a unix socket (0600) serving the API, the
+//	               CLI's way to the running node (nodechannel.go); a stale one is
+//	               replaced at start, a clean stop removes it
 //
 // Secrets are written to a temporary file and linked into place, so a crash never
 // leaves a half-written key and two first starts cannot both create one. A key or
@@ -45,9 +48,12 @@
 // runs on the same dir; verify the node's HTTP export instead.
 //
 // token is the one command that works while the node runs: when the data dir is
-// in use it calls the node's admin endpoints (/v1/admin/tokens) at --addr with the
-// owner token from control.token, so the change takes effect in the running node
-// at once; otherwise it opens the data dir itself. See docs/tokens.md.
+// in use it calls the node's admin endpoints (/v1/admin/tokens) with the owner
+// token from control.token, so the change takes effect in the running node at
+// once; otherwise it opens the data dir itself. It reaches the node through
+// control.sock, or else over TCP at --addr once the node there has signed a fresh
+// nonce with node.key (POST /v1/node/proof): a process that merely holds --addr is
+// never sent the token. See nodechannel.go and docs/tokens.md.
 //
 // # Exit codes
 //

@@ -11,6 +11,10 @@ import (
 // database's lock.
 var errDataDirInUse = errors.New("data dir in use by a running node")
 
+// errNodeUnproven means the process at --addr did not prove that it holds the
+// data dir's node key, so the CLI did not send it the owner token (nodechannel.go).
+var errNodeUnproven = errors.New("could not prove it holds node.key; the owner token was not sent")
+
 // usageError is a mistake on the command line; it exits with status 2.
 type usageError struct{ err error }
 

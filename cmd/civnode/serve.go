@@ -37,9 +37,11 @@ warning. Once it serves it prints one line to stdout:
 
   civnode listening on http://HOST:PORT
 
-with the port resolved when --addr asks for port 0. Logs go to stderr. The
-node refuses to start when the newest events of its chain do not verify, and
-names the first bad seq.`,
+with the port resolved when --addr asks for port 0. It also serves the API on
+the unix socket control.sock in the data dir (mode 0600; replaced if a killed
+node left one, removed on a clean stop), through which the CLI reaches the
+node. Logs go to stderr. The node refuses to start when the newest events of
+its chain do not verify, and names the first bad seq.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := m.logger(g)
@@ -100,6 +102,11 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 		return fmt.Errorf("listen: %w", err)
 	}
 	addr := ln.Addr().String()
+	// After openCore: the database lock proves that a socket already in the
+	// data dir is stale.
+	if sock := listenControlSocket(dir.socketPath(), logger); sock != nil {
+		ln = mergeListeners(ln, sock)
+	}
 	version := buildVersion()
 	// Not ctx: a signal during start-up still leaves a started/stopped pair.
 	if _, err := chain.Audit(context.WithoutCancel(ctx), "node.started", chain.NodeDID(), map[string]any{

@@ -38,10 +38,13 @@ token acts for one identity; an observer token may only read the event log,
 its export, the stream and health. The owner token in control.token is not
 managed here.
 
-While a node runs on --data-dir, token talks to it at --addr with the owner
-token from control.token; otherwise it works on the data dir directly. Either
-way the change takes effect at once and is audited (token.created,
-token.rotated, token.revoked).
+While a node runs on --data-dir, token calls its admin endpoints with the owner
+token from control.token: through the socket control.sock in the data dir, or,
+when that cannot be reached, over TCP at --addr once the node there has proved
+that it holds the data dir's node.key (a process that cannot is never sent the
+token). Otherwise token works on the data dir directly. Either way the change
+takes effect at once and is audited (token.created, token.rotated,
+token.revoked).
 
 create and rotate print the new secret, and nothing else, on stdout; it is shown
 this once and never stored:
@@ -52,7 +55,7 @@ this once and never stored:
 	}
 	f := cmd.PersistentFlags()
 	f.StringVar(&cfg.dataDir, "data-dir", "", dataDirHelp)
-	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "address HOST:PORT of the node running on --data-dir")
+	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "address HOST:PORT of the node running on --data-dir, used when its control.sock cannot be reached")
 	cmd.AddCommand(
 		m.newTokenCreateCommand(g, &cfg),
 		m.newTokenRotateCommand(g, &cfg),
@@ -158,11 +161,12 @@ func (m *Main) withTokenAdmin(ctx context.Context, g *globals, cfg *tokenConfig,
 	}
 	node, err := dir.openCore(ctx, logger)
 	if errors.Is(err, errDataDirInUse) {
-		online, err := newOnlineTokens(dir, cfg.addr, logger)
+		online, err := newOnlineTokens(ctx, dir, cfg.addr, logger)
 		if err != nil {
 			return err
 		}
-		logger.Debug("a node runs on the data dir; using its admin endpoints", "addr", cfg.addr)
+		defer online.Close()
+		logger.Debug("a node runs on the data dir; using its admin endpoints", "via", online.ch.Via)
 		return do(ctx, online)
 	}
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/civnode/civnode/commands"
@@ -19,12 +18,10 @@ import (
 // onlineTokens manages tokens through the admin endpoints of the node running on
 // the data dir, with the owner token of that data dir. A running node holds the
 // database, so this is the only way to reach its token store; it also means the
-// node's in-memory view changes at once.
+// node's in-memory view changes at once. It reaches the node through a
+// nodeChannel, which sends the token to the node of the data dir only.
 type onlineTokens struct {
-	addr   string // as given, for messages
-	base   string // http://HOST:PORT
-	token  string // the owner token; sent only to base
-	client *http.Client
+	ch *nodeChannel
 }
 
 // onlineTimeout bounds one admin request; the node's handler timeout is shorter.
@@ -33,18 +30,18 @@ const onlineTimeout = 30 * time.Second
 // adminResponseLimit bounds what is read of an answer; a token list is small.
 const adminResponseLimit = 16 << 20
 
-func newOnlineTokens(dir dataDir, addr string, logger *slog.Logger) (*onlineTokens, error) {
-	token, err := loadControlToken(dir.tokenPath(), logger)
+// newOnlineTokens opens the channel to the node running on dir; the caller
+// closes it.
+func newOnlineTokens(ctx context.Context, dir dataDir, addr string, logger *slog.Logger) (*onlineTokens, error) {
+	ch, err := openNodeChannel(ctx, dir, addr, logger)
 	if err != nil {
-		return nil, fmt.Errorf("%w (%s), but its owner token cannot be read: %w", errDataDirInUse, dir, err)
+		return nil, err
 	}
-	base := addr
-	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
-		base = "http://" + base
-	}
-	return &onlineTokens{addr: addr, base: strings.TrimRight(base, "/"), token: token,
-		client: &http.Client{Timeout: onlineTimeout}}, nil
+	return &onlineTokens{ch: ch}, nil
 }
+
+// Close closes the connections to the node.
+func (o *onlineTokens) Close() { o.ch.Close() }
 
 // tokenJSON is a token as the admin endpoints answer it.
 type tokenJSON struct {
@@ -155,31 +152,30 @@ func (o *onlineTokens) call(ctx context.Context, method, path string, in, out an
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return err
+			return fmt.Errorf("encode admin request: %w", err)
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, o.base+path, body)
+	req, err := o.ch.NewRequest(ctx, method, path, body)
 	if err != nil {
-		return fmt.Errorf("admin request to %s: %w", o.addr, err)
+		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+o.token)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := o.client.Do(req)
+	resp, err := o.ch.Client.Do(req)
 	if err != nil {
 		// The error names the URL, never the header that holds the token.
-		return fmt.Errorf("%w, but no node answers at %s (give its address with --addr): %w", errDataDirInUse, o.addr, err)
+		return fmt.Errorf("admin request to the node at %s: %w", o.ch.Via, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, adminResponseLimit))
 	if err != nil {
-		return fmt.Errorf("read answer of %s: %w", o.addr, err)
+		return fmt.Errorf("read answer of the node at %s: %w", o.ch.Via, err)
 	}
 	if resp.StatusCode == http.StatusOK {
 		if err := json.Unmarshal(raw, out); err != nil {
-			return fmt.Errorf("decode answer of %s: %w", o.addr, err)
+			return fmt.Errorf("decode answer of the node at %s: %w", o.ch.Via, err)
 		}
 		return nil
 	}
@@ -189,7 +185,7 @@ func (o *onlineTokens) call(ctx context.Context, method, path string, in, out an
 		Field string `json:"field"`
 	}
 	if json.Unmarshal(raw, &e) != nil || e.Code == "" {
-		return fmt.Errorf("%s %s answered %s", method, o.base+path, resp.Status)
+		return fmt.Errorf("the node at %s answered %s %s with %s", o.ch.Via, method, path, resp.Status)
 	}
 	kind, explained := map[int]commands.Kind{
 		http.StatusBadRequest: commands.KindInvalid,
@@ -199,11 +195,13 @@ func (o *onlineTokens) call(ctx context.Context, method, path string, in, out an
 	}[resp.StatusCode]
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized:
-		return fmt.Errorf("the node at %s refused the owner token in control.token; is --addr the address of the node running on this data dir?", o.addr)
+		// The node proved it is the data dir's own, so the file and the token
+		// the node holds differ.
+		return fmt.Errorf("the node at %s refused the owner token in control.token; was the file changed after the node started? Restart the node to use it", o.ch.Via)
 	case resp.StatusCode == http.StatusNotFound && e.Code == "not_found":
-		return fmt.Errorf("the node at %s has no admin endpoints (%s)", o.addr, e.Error)
+		return fmt.Errorf("the node at %s has no admin endpoints (%s)", o.ch.Via, e.Error)
 	case explained:
 		return &commands.Error{Kind: kind, Code: e.Code, Field: e.Field, Message: e.Error}
 	}
-	return fmt.Errorf("the node at %s answered %s: %s (%s)", o.addr, resp.Status, e.Error, e.Code)
+	return fmt.Errorf("the node at %s answered %s: %s (%s)", o.ch.Via, resp.Status, e.Error, e.Code)
 }
