@@ -40,6 +40,8 @@ var thirdParty = map[string][]string{
 	"golang.org/x/time/rate":    {"http"},
 	"github.com/google/uuid":    {"commands", "eventlog"},
 	"github.com/mr-tron/base58": {"eventlog"},
+	// Request bodies are decoded, as I-JSON, at the HTTP edge only.
+	"github.com/go-json-experiment/json": {"http"},
 }
 
 // TestImportPolicy reads the imports of every non-test Go file and checks them

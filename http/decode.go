@@ -1,84 +1,108 @@
 package http
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"reflect"
-	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // decodeJSON reads r's body into dst, which must be a pointer to a struct. The body
-// must be exactly one JSON value, no larger than the body limit, with no field that
-// dst does not declare: a typo such as agent_credits must fail loudly instead of
-// silently becoming 0 (wire.md §1). Every failure is an *Error for the client, except
-// a dst that cannot be decoded into at all, which is a programming error (500).
+// must be exactly one I-JSON value (RFC 7493; see checkIJSON), no larger than the
+// body limit, with no field that dst does not declare: a typo such as agent_credits
+// must fail loudly instead of silently becoming 0 (wire.md §1). Every failure is an
+// *Error for the client, except a dst that cannot be decoded into at all, which is a
+// programming error (500).
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.bodyLimit))
 	if err != nil {
-		return decodeError(err)
+		return readError(err)
 	}
-	// encoding/json lets the last of two equal keys win; {"role":"a","role":"b"}
-	// is ambiguous input and is refused like any other malformed body.
-	if field, dup := duplicateKey(body); dup {
-		return &Error{Status: http.StatusBadRequest, Code: codeInvalidJSON, Field: field,
-			Message: fmt.Sprintf("field %q appears more than once", field)}
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return decodeError(err)
-	}
-	// A second value, or garbage, after the first is as malformed as a broken first
-	// value; a proxy or client bug that concatenates bodies must not pass.
-	var extra json.RawMessage
-	switch err := dec.Decode(&extra); {
-	case errors.Is(err, io.EOF):
-		return nil
-	case err == nil:
-		return invalidJSON("request body holds more than one JSON value")
-	default:
-		if e := decodeError(err); isCode(e, codeBodyTooLarge) {
-			return e
-		}
-		return invalidJSON("request body has trailing data after the JSON value")
-	}
+	return decodeBody(body, dst)
 }
 
-// decodeError classifies an error of json.Decoder.Decode.
-func decodeError(err error) error {
-	var (
-		tooLarge *http.MaxBytesError
-		syntax   *json.SyntaxError
-		typ      *json.UnmarshalTypeError
-		invalid  *json.InvalidUnmarshalError
-	)
+// decodeOptions are those of the decode proper. Member names match exactly, as
+// v2 does by default: encoding/json also took "Role" for "role", which made a
+// misspelt name pass unnoticed next to the rule that unknown fields are refused.
+var decodeOptions = json.RejectUnknownMembers(true)
+
+// decodeBody decodes body, a whole request body, into dst. Whether the body is
+// one I-JSON value is decided first and apart from dst, so a fault anywhere is
+// found the same way, inside a free-form payload too, and is invalid_json before
+// any question of what the fields mean.
+func decodeBody(body []byte, dst any) error {
+	if v := reflect.ValueOf(dst); v.Kind() != reflect.Pointer || v.IsNil() {
+		return fmt.Errorf("decode request body: destination %T is not a non-nil pointer", dst)
+	}
+	if err := checkIJSON(body); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, dst, decodeOptions); err != nil {
+		return unmarshalError(body, err)
+	}
+	return nil
+}
+
+// readError classifies a failure to read the body.
+func readError(err error) error {
+	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
 		return bodyTooLarge(tooLarge.Limit)
-	case errors.Is(err, io.EOF):
-		return invalidJSON("request body is empty; send a JSON object")
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return invalidJSON("request body ends in the middle of a JSON value")
-	case errors.As(err, &syntax):
-		return invalidJSON("malformed JSON at byte %d: %s", syntax.Offset, syntax.Error())
-	case errors.As(err, &typ):
-		if typ.Field == "" {
-			return invalidJSON("request body must be %s, not %s", jsonKind(typ.Type), typ.Value)
+		return invalidJSON("request body ends before its declared length")
+	}
+	return invalidJSON("request body could not be read: %v", err)
+}
+
+// unmarshalError classifies an error of json.Unmarshal on a body that checkIJSON
+// passed: a member dst does not declare, or a value of the wrong type.
+func unmarshalError(body []byte, err error) error {
+	var sem *json.SemanticError
+	if !errors.As(err, &sem) {
+		var syn *jsontext.SyntacticError
+		if errors.As(err, &syn) { // checkIJSON should have found it first
+			return syntaxError(body, syn)
 		}
-		return invalidField(typ.Field, "field %q must be %s, not %s", typ.Field, jsonKind(typ.Type), typ.Value)
-	case errors.As(err, &invalid):
 		return fmt.Errorf("decode request body: %w", err)
 	}
-	// encoding/json reports an unknown field only as text.
-	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		field := strings.Trim(name, `"`)
-		return unknownField(field)
+	if errors.Is(sem.Err, json.ErrUnknownName) {
+		// The member's own name, not its path: the name is what was misspelt.
+		return unknownField(sem.JSONPointer.LastToken())
 	}
-	return invalidJSON("malformed JSON: %s", err.Error())
+	field, got := memberPath(body, sem.JSONPointer), valueKind(sem)
+	if field == "" {
+		return invalidJSON("request body must be %s, not %s", jsonKind(sem.GoType), got)
+	}
+	return invalidField(field, "field %q must be %s, not %s", field, jsonKind(sem.GoType), got)
+}
+
+// valueKind names the JSON value a semantic error is about, with the number
+// itself when the number is what failed and it is short: "number 1.5" says why
+// it is not an integer.
+func valueKind(sem *json.SemanticError) string {
+	switch sem.JSONKind {
+	case '"':
+		return "string"
+	case '0':
+		if n := len(sem.JSONValue); sem.Err != nil && n > 0 && n <= 32 {
+			return "number " + string(sem.JSONValue)
+		}
+		return "number"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	}
+	return "a different JSON value"
 }
 
 // jsonKind names the JSON type a Go type decodes from, for error messages.
@@ -106,10 +130,4 @@ func jsonKind(t reflect.Type) string {
 	default:
 		return "a different JSON type"
 	}
-}
-
-// isCode reports whether err is an *Error with code.
-func isCode(err error, code string) bool {
-	var e *Error
-	return errors.As(err, &e) && e.Code == code
 }

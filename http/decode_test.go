@@ -1,6 +1,9 @@
 package http
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -70,5 +73,173 @@ func TestDecodeJSON(t *testing.T) {
 			}
 			r.wantError(t, tc.status, tc.code, tc.field)
 		})
+	}
+}
+
+// TestDecodeIJSON: a body that is not I-JSON (RFC 7493) is 400 invalid_json
+// naming the member at fault, a faulty key by its own name with the fault shown
+// as U+FFFD; a valid astral character passes as the client sent it.
+func TestDecodeIJSON(t *testing.T) {
+	n := decodeNode(t)
+	for _, tc := range []struct {
+		name, body, field string
+	}{
+		{"invalid UTF-8 in a value", "{\"name\":\"a\xffb\"}", "name"},
+		{"invalid UTF-8 in a key", "{\"na\xffme\":\"a\"}", "na\ufffdme"},
+		{"truncated UTF-8 sequence", "{\"name\":\"\xe2\x82\"}", "name"},
+		{"UTF-8 encoded surrogate", "{\"name\":\"\xed\xa0\x80\"}", "name"},
+		{"overlong encoding", "{\"name\":\"\xc0\xaf\"}", "name"},
+		{"lone high surrogate", `{"name":"\ud800"}`, "name"},
+		{"lone low surrogate", `{"name":"\udc00"}`, "name"},
+		{"high surrogate then a letter", `{"name":"\ud800\u0041"}`, "name"},
+		{"two high surrogates", `{"name":"\ud800\ud800"}`, "name"},
+		{"pair in the wrong order", `{"name":"\udc00\ud800"}`, "name"},
+		{"high surrogate at the end", `{"name":"x\uD800"}`, "name"},
+		{"raw noncharacter U+FFFE", "{\"name\":\"\xef\xbf\xbe\"}", "name"},
+		{"escaped noncharacter U+FDD0", `{"name":"\uFDD0"}`, "name"},
+		{"escaped noncharacter U+FDEF", `{"name":"a\ufdefb"}`, "name"},
+		{"U+10FFFF as a surrogate pair", `{"name":"\uDBFF\uDFFF"}`, "name"},
+		{"raw noncharacter U+1FFFF", "{\"name\":\"\xf0\x9f\xbf\xbf\"}", "name"},
+		{"noncharacter in a nested key", `{"nested":{"\uffff":true}}`, "nested.\ufffd"},
+		{"lone surrogate in an array element", `{"tags":["ok","\ud800"]}`, "tags"},
+		{"noncharacter in an unknown member", `{"bogus":"\ufffe"}`, "bogus"},
+		{"fault before a type error", `{"count":"x","name":"\ud800"}`, "name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := n.request(http.MethodPost, "/test/decode", testToken, strings.NewReader(tc.body),
+				"Content-Type", "application/json")
+			r.wantError(t, http.StatusBadRequest, "invalid_json", tc.field)
+		})
+	}
+	for _, tc := range []struct {
+		name, body, want string
+	}{
+		{"escaped astral pair", `{"name":"\ud83d\ude00"}`, "😀"},
+		{"raw astral character", `{"name":"😀"}`, "😀"},
+		{"replacement character", "{\"name\":\"\\uFFFD\xef\xbf\xbd\"}", "\ufffd\ufffd"},
+		{"neighbours of the noncharacters", `{"name":"\ufdcf\ufdf0\ufffd\ud83f\udffd"}`, "\ufdcf\ufdf0\ufffd\U0001fffd"},
+		{"escaped backslash before u", `{"name":"\\ud800"}`, `\ud800`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := n.request(http.MethodPost, "/test/decode", testToken, strings.NewReader(tc.body),
+				"Content-Type", "application/json")
+			var got decodeTarget
+			r.wantOK(t, &got)
+			if got.Name != tc.want {
+				t.Errorf("name = %q, want %q", got.Name, tc.want)
+			}
+		})
+	}
+}
+
+// rawMission is missionBody with field set to raw, a JSON value spliced in as
+// bytes so that it may hold what no encoder would write.
+func rawMission(t *testing.T, field, raw string) string {
+	t.Helper()
+	b, err := json.Marshal(missionBody(map[string]any{field: nil}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSuffix(string(b), "}") + `,"` + field + `":` + raw + "}"
+}
+
+// TestIJSONEndpoints: through the real write endpoints, a body that is not
+// I-JSON is refused naming the field, however deep, and appends nothing; a
+// valid astral character is stored and signed as the client sent it.
+func TestIJSONEndpoints(t *testing.T) {
+	w := newMissionWorld(t)
+	claimed := w.advance("claimed")
+	created := w.advance("created")
+	for _, tc := range []struct {
+		name, path, token, body, field string
+	}{
+		{"title lone surrogate", "/v1/core/missions", w.tokens["pub"], rawMission(t, "title", `"Escort \ud800"`), "title"},
+		{"payload nested lone surrogate", "/v1/core/missions", w.tokens["pub"],
+			rawMission(t, "payload", `{"route":{"note":"\udc00"}}`), "payload.route.note"},
+		{"payload noncharacter in an array", "/v1/core/missions", w.tokens["pub"],
+			rawMission(t, "payload", `{"steps":[{"x":"\uDBFF\uDFFF"}]}`), "payload.steps.x"},
+		{"payload noncharacter key", "/v1/core/missions", w.tokens["pub"],
+			rawMission(t, "payload", `{"ok":1,"\uFDD0":2}`), "payload.\ufffd"},
+		{"payload invalid UTF-8", "/v1/core/missions", w.tokens["pub"],
+			rawMission(t, "payload", "{\"note\":\"\xff\"}"), "payload.note"},
+		{"reward key invalid UTF-8", "/v1/core/missions", w.tokens["pub"],
+			rawMission(t, "reward", "{\"agent_cr\xffedit\":1}"), "reward.agent_cr\ufffdedit"},
+		{"bootstrap raw noncharacter", "/v1/civilization/bootstrap-identity", testToken,
+			"{\"display_name\":\"Ada\xef\xbf\xbf\"}", "display_name"},
+		{"token acts_for lone surrogate", "/v1/admin/tokens", testToken, `{"kind":"agent","acts_for":"\ud800"}`, "acts_for"},
+		{"claim claimer lone surrogate", "/v1/core/missions/" + created.MissionID + "/claim", w.tokens["ada"],
+			`{"claimer":"ada\udc00"}`, "claimer"},
+		{"complete result invalid UTF-8", "/v1/core/missions/" + claimed.MissionID + "/complete", w.tokens["ada"],
+			"{\"result\":\"done \xc3\"}", "result"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w.refused(t, w.civSend(http.MethodPost, tc.path, tc.token, tc.body), w.log.Tip().Seq,
+				http.StatusBadRequest, "invalid_json", tc.field)
+		})
+	}
+
+	body := strings.Replace(rawMission(t, "payload", `{"mood":"\ud83d\ude00","😀":"\uD83D\uDE00"}`),
+		`"title":"Escort the convoy"`, `"title":"Escort \ud83d\ude00 and 😀"`, 1)
+	var rec struct {
+		MissionID string          `json:"mission_id"`
+		Title     string          `json:"title"`
+		Payload   json.RawMessage `json:"payload"`
+	}
+	w.civSend(http.MethodPost, "/v1/core/missions", w.tokens["pub"], body).wantOK(t, &rec)
+	if rec.Title != "Escort 😀 and 😀" {
+		t.Errorf("title = %q", rec.Title)
+	}
+	ev, err := w.log.Event(w.log.Tip().Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Type != "mission.created" {
+		t.Fatalf("tip is %s, want mission.created", ev.Type)
+	}
+	for _, want := range []string{`"title":"Escort 😀 and 😀"`, `"😀":"😀"`, `"mood":"😀"`} {
+		if !strings.Contains(string(ev.Payload), want) {
+			t.Errorf("signed payload %s lacks %s", ev.Payload, want)
+		}
+	}
+}
+
+// TestDecodeDuplicateNames: a name twice in one object, at any depth, is 400
+// invalid_json naming it by its path; equal names in different objects are not
+// duplicates.
+func TestDecodeDuplicateNames(t *testing.T) {
+	many := `{`
+	for i := range 40 {
+		many += `"k` + string(rune('a'+i%26)) + string(rune('a'+i/26)) + `":1,`
+	}
+	for in, want := range map[string]string{
+		`{"a":1,"b":2}`:                        "",
+		`{"a":1,"a":2}`:                        "a",
+		`{"a":{"x":1,"x":2}}`:                  "a.x",
+		`{"a":[{"x":1},{"x":2}],"b":1}`:        "",
+		`{"a":[{"x":1,"y":[1,2],"x":3}]}`:      "a.x",
+		`{"a":{"b":{}},"c":{"b":1},"a":0}`:     "a",
+		`{"reward":{"agent_credit":1},"r":{}}`: "",
+		`[1,2,{"k":1,"k":1}]`:                  "k",
+		`{"a":"x,\"a\":1","b":2}`:              "",
+		`{"a":1,"\u0061":2}`:                   "a",
+		`{"a":{"b":1},"c":[{"b":1},{"b":2}],"d":{"e":{"f":1,"f":2}}}`: "d.e.f",
+		many + `"kaa":2}`:             "kaa",
+		many + `"zz":2}`:              "",
+		`{"a":"\\","a":1}`:            "a",
+		`{"0":{"1":[{"2":1,"2":2}]}}`: "0.1.2",
+	} {
+		var v any
+		err := decodeBody([]byte(in), &v)
+		if want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", in, err)
+			}
+			continue
+		}
+		var e *Error
+		if !errors.As(err, &e) || e.Code != codeInvalidJSON || e.Field != want ||
+			e.Message != fmt.Sprintf("field %q appears more than once", want) {
+			t.Errorf("%s: got %v, want invalid_json naming %q", in, err, want)
+		}
 	}
 }

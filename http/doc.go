@@ -53,8 +53,8 @@
 //
 // Request bodies (decode.go) are limited to Options.BodyLimit (413 "body_too_large")
 // and must be exactly one JSON value with no unknown fields (400 "unknown_field"),
-// well formed (400 "invalid_json") and of the right types (400 "invalid_field" with
-// the dotted path of the field).
+// well formed and I-JSON, RFC 7493, anywhere (400 "invalid_json"; decode_ijson.go)
+// and of the right types (400 "invalid_field" with the dotted path of the field).
 //
 // # Time limits
 //
