@@ -118,11 +118,11 @@ func canonicalDraft(d Draft) ([]byte, error) {
 	}
 	raw, err := json.Marshal(d.Payload)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s payload: %v", ErrInvalidDraft, d.Type, err)
+		return nil, fmt.Errorf("%w: %s payload: %w", ErrInvalidDraft, d.Type, err)
 	}
 	payload, err := canonicalPayload(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidDraft, d.Type, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidDraft, d.Type, err)
 	}
 	return payload, nil
 }

@@ -42,7 +42,7 @@ func (l *Log) Audit(ctx context.Context, action, actor string, detail any) (Audi
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
-		return AuditEntry{}, err
+		return AuditEntry{}, fmt.Errorf("audit entry id: %w", err)
 	}
 	// The timestamp is the key, so it is unique and strictly increasing like the
 	// chain's, and since= is a seek.
@@ -55,7 +55,7 @@ func (l *Log) Audit(ctx context.Context, action, actor string, detail any) (Audi
 	e := AuditEntry{ID: id.String(), Action: action, Actor: actor, Timestamp: formatMicros(micros), Detail: d}
 	v, err := json.Marshal(e)
 	if err != nil {
-		return AuditEntry{}, err
+		return AuditEntry{}, fmt.Errorf("encode audit entry: %w", err)
 	}
 	if err := withFatal(func() error { return l.db.Set(auditKey(micros), v, pebble.Sync) }); err != nil {
 		// A failed fsync leaves the disk's state unknown for the chain too.
@@ -93,7 +93,7 @@ func (l *Log) AuditPage(ctx context.Context, q AuditQuery) (entries []AuditEntry
 	}
 	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: []byte{spaceAudit + 1}})
 	if err != nil {
-		return nil, false, fmt.Errorf("read audit entries: %w", err)
+		return nil, false, fmt.Errorf("read audit entries: %w", l.readFault(err))
 	}
 	defer it.Close()
 	prefix, isPrefix := strings.CutSuffix(q.Action, "*")
@@ -117,7 +117,7 @@ func (l *Log) AuditPage(ctx context.Context, q AuditQuery) (entries []AuditEntry
 		entries = append(entries, e)
 	}
 	if err := it.Error(); err != nil {
-		return nil, false, fmt.Errorf("read audit entries: %w", err)
+		return nil, false, fmt.Errorf("read audit entries: %w", l.readFault(err))
 	}
 	return entries, false, nil
 }

@@ -38,7 +38,7 @@ func (l *Log) WriteBundle(ctx context.Context, w io.Writer, h BundleHeader, prog
 	if h.ExportID == "" {
 		id, err := uuid.NewV7()
 		if err != nil {
-			return BundleSummary{}, err
+			return BundleSummary{}, fmt.Errorf("export id: %w", err)
 		}
 		h.ExportID = id.String()
 	}

@@ -69,6 +69,16 @@
 // same on demand and reports how the old models differed (civnode replay). A
 // failed fold or commit fails the log, like a failed fsync.
 //
+// # A damaged store
+//
+// Pebble checksums every block; the log takes Pebble's corruption reports
+// itself (corrupt.go), so damage is an error, never a panic. A read that meets
+// a damaged block returns ErrCorrupt naming the file and, for events, the seqs
+// it could not read, and fails the log as a failed fsync does. Open checks the
+// genesis event against the key (ErrWrongKey) and the newest events; a crash
+// cannot tear them (each group is one atomic batch), so any fault there is
+// ErrCorrupt too. CheckStore reads everything Verify does not.
+//
 // # Export bundle
 //
 // A bundle is the full chain framed as wire.md §4 describes; bundle_signature is

@@ -3,39 +3,70 @@ package eventlog
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
+// Every sentinel names the package, so that a message that travels far from
+// here still says where it began.
 var (
 	// ErrBrokenChain means an event does not verify: its id, signature, seq,
 	// timestamp or link to the event before it is wrong.
-	ErrBrokenChain = errors.New("broken chain")
-	// ErrTornTail means the newest events in the store do not form a valid end of
-	// the chain. The log refuses to open rather than guess a repair.
-	ErrTornTail = errors.New("torn tail")
+	ErrBrokenChain = errors.New("eventlog: broken chain")
+	// ErrCorrupt means the store does not hold what the log wrote: a block of an
+	// sstable fails its checksum, or one of the newest events that Open checks
+	// fails its id, signature, link or index check. The log never repairs it. Once
+	// any read has met corruption the log is failed (Healthy) and takes no more
+	// writes: restore the data dir from a backup. Log.Verify, like VerifyBundle,
+	// reports a readable event that fails its checks as ErrBrokenChain.
+	ErrCorrupt = errors.New("eventlog: corrupt store")
+	// ErrTornTail was the fault Open reported in the newest events.
+	//
+	// Deprecated: Open no longer returns it. Each group of events is one Pebble
+	// batch, committed as one checksummed WAL record, and after a crash Pebble
+	// replays whole records only; so a crash cannot leave part of an event or of a
+	// group behind, and a fault among the newest events is ErrCorrupt.
+	ErrTornTail = errors.New("eventlog: torn tail")
 	// ErrBadBundle means an export bundle is malformed or its seal does not verify.
-	ErrBadBundle = errors.New("bad bundle")
-	// ErrFailed means an earlier write failed to become durable; the log accepts no
-	// more writes (fail-stop) until the process restarts.
-	ErrFailed = errors.New("event log failed")
+	ErrBadBundle = errors.New("eventlog: bad bundle")
+	// ErrFailed means an earlier write failed to become durable, or a read met
+	// corruption; the log accepts no more writes (fail-stop) until the process
+	// restarts.
+	ErrFailed = errors.New("eventlog: failed")
 	// ErrClosed means the log has been closed.
-	ErrClosed = errors.New("event log closed")
+	ErrClosed = errors.New("eventlog: closed")
 	// ErrInvalidDraft means a draft has a malformed type or payload.
-	ErrInvalidDraft = errors.New("invalid draft")
+	ErrInvalidDraft = errors.New("eventlog: invalid draft")
+	// ErrNotFound is returned for an event that does not exist.
+	ErrNotFound = errors.New("eventlog: not found")
+	// ErrWrongKey means the node key given to Open is not the key the chain was
+	// created with.
+	ErrWrongKey = errors.New("eventlog: wrong node key")
 )
 
-// ChainError names the first event at fault. Seq is 0 when the fault is in the
-// bundle frame rather than in an event.
+// ChainError names the first event at fault, or the range of events that could
+// not be read. Seq is 0 when the fault is in the bundle frame, or in a part of
+// the store that holds no event.
 type ChainError struct {
-	Seq    uint64
+	Seq uint64
+	// Last, when above Seq, ends the range Seq..Last of events at fault: those a
+	// damaged block of the store holds.
+	Last   uint64
 	Reason string
-	Err    error // ErrBrokenChain, ErrTornTail or ErrBadBundle
+	Err    error // ErrBrokenChain, ErrCorrupt or ErrBadBundle
 }
 
+// Error reads "<kind> at seq N: <reason>". The kind drops the package prefix of
+// its sentinel: a chain error already says that it concerns the chain.
 func (e *ChainError) Error() string {
-	if e.Seq == 0 {
-		return fmt.Sprintf("%v: %s", e.Err, e.Reason)
+	kind := strings.TrimPrefix(e.Err.Error(), "eventlog: ")
+	switch {
+	case e.Seq == 0:
+		return fmt.Sprintf("%s: %s", kind, e.Reason)
+	case e.Last > e.Seq:
+		return fmt.Sprintf("%s at seq %d..%d: %s", kind, e.Seq, e.Last, e.Reason)
+	default:
+		return fmt.Sprintf("%s at seq %d: %s", kind, e.Seq, e.Reason)
 	}
-	return fmt.Sprintf("%v at seq %d: %s", e.Err, e.Seq, e.Reason)
 }
 
 func (e *ChainError) Unwrap() error { return e.Err }

@@ -86,14 +86,16 @@ type Log struct {
 	root       string
 	typeCounts map[string]uint64
 	failed     error
+	damaged    map[string]bool // files a read found corrupt, logged once each
 
 	auditMu   sync.Mutex
 	auditLast int64
 }
 
 // Open opens or creates the log. On a new database it writes the genesis event. On
-// an existing one it verifies the newest events and refuses to open (ErrTornTail)
-// if they do not form a valid end of the chain.
+// an existing one it refuses a key that is not the chain's (ErrWrongKey), and
+// verifies the newest events: if they do not form a valid end of the chain, or
+// cannot be read, it refuses to open with ErrCorrupt naming the seq.
 func Open(opts Options) (*Log, error) {
 	if len(opts.Key) != ed25519.PrivateKeySize {
 		return nil, errors.New("open event log: node key is missing")
@@ -131,18 +133,22 @@ func Open(opts Options) (*Log, error) {
 	if opts.FS != nil {
 		popts.FS = opts.FS
 	}
-	db, err := pebble.Open(dir, popts)
-	if err != nil {
-		return nil, fmt.Errorf("open pebble: %w", err)
-	}
 	pub := opts.Key.Public().(ed25519.PublicKey)
 	l := &Log{
-		db: db, key: opts.Key, pub: pub, did: DIDKey(pub),
+		key: opts.Key, pub: pub, did: DIDKey(pub),
 		now: opts.Now, log: opts.Logger, onCommit: opts.OnCommit, models: opts.Models, maxGroup: opts.MaxGroup,
 		reqs:    make(chan *request, 1024),
 		groups:  make(chan *group), // unbuffered: a group is handed over only when the committer is free
 		stopped: make(chan struct{}),
+		damaged: map[string]bool{},
 	}
+	// Before Open: a compaction may meet a damaged block as soon as the DB is up.
+	popts.EventListener = &pebble.EventListener{DataCorruption: l.sawCorruption}
+	db, err := pebble.Open(dir, popts)
+	if err != nil {
+		return nil, fmt.Errorf("open pebble: %w", storeFault(err))
+	}
+	l.db = db
 	if err := l.load(opts.TailCheck); err != nil {
 		db.Close()
 		return nil, err
@@ -187,7 +193,9 @@ func (l *Log) RootHash() string {
 	return l.root
 }
 
-// Healthy returns nil while the log accepts writes, and the cause once it does not.
+// Healthy returns nil while the log accepts writes, and the cause once it does
+// not: a write that failed to become durable, or a read, by anyone, that met a
+// damaged block of the store (ErrCorrupt).
 func (l *Log) Healthy() error {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -219,6 +227,12 @@ func (l *Log) Close() error {
 }
 
 // load reads the tip, root and type counts and checks the tail of the chain.
+//
+// Every fault the check finds is ErrCorrupt. A crash cannot tear the tail:
+// each group of events, with its index entries, is one Pebble batch, which is
+// one checksummed WAL record, and Pebble replays only whole records. So an
+// event that is there but fails a check was changed after it was written, and
+// one that cannot be read sits in a damaged block.
 func (l *Log) load(tailCheck int) error {
 	if v, closer, err := l.db.Get(metaSchemaKey); err == nil {
 		ver := string(v)
@@ -227,20 +241,29 @@ func (l *Log) load(tailCheck int) error {
 			return fmt.Errorf("open event log: schema version %q, want %q", ver, schemaVersion)
 		}
 	} else if !errors.Is(err, pebble.ErrNotFound) {
-		return fmt.Errorf("read schema version: %w", err)
+		return fmt.Errorf("read schema version: %w", l.readFault(err))
 	}
 	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: []byte{spaceEvent}, UpperBound: []byte{spaceEvent + 1}})
 	if err != nil {
-		return fmt.Errorf("find the tip: %w", err)
+		return fmt.Errorf("find the tip: %w", l.readFault(err))
 	}
 	defer it.Close()
 	if !it.Last() {
 		if err := it.Error(); err != nil {
-			return fmt.Errorf("find the tip: %w", err)
+			return fmt.Errorf("find the tip: %w", l.readFault(err))
 		}
 		return nil
 	}
 	tipSeq := u64(it.Key()[1:])
+	// The genesis event says whose chain this is. It is read first, so that the
+	// wrong key is reported as such, whatever the tail check would find.
+	genesis, err := l.readEvent(1, tipSeq)
+	if err != nil {
+		return tailFault(1, err)
+	}
+	if genesis.NodeDID != l.did {
+		return fmt.Errorf("%w: the chain belongs to %s, the node key is %s", ErrWrongKey, genesis.NodeDID, l.did)
+	}
 	first := uint64(1)
 	if tipSeq > uint64(tailCheck) {
 		first = tipSeq - uint64(tailCheck) + 1
@@ -248,9 +271,9 @@ func (l *Log) load(tailCheck int) error {
 	// Walk the tail forward. The event before the window supplies the first link.
 	prev, prevMicros := "", int64(0)
 	if first > 1 {
-		ev, err := l.readEvent(first - 1)
+		ev, err := l.readEvent(first-1, tipSeq)
 		if err != nil {
-			return chainErr(ErrTornTail, first-1, "%v", err)
+			return tailFault(first-1, err)
 		}
 		prev, prevMicros = ev.ID, ev.Time().UnixMicro()
 	} else {
@@ -258,49 +281,65 @@ func (l *Log) load(tailCheck int) error {
 	}
 	var last *Event
 	for seq := first; seq <= tipSeq; seq++ {
-		ev, err := l.readEvent(seq)
+		ev, err := l.readEvent(seq, tipSeq)
 		if err != nil {
-			return chainErr(ErrTornTail, seq, "%v", err)
-		}
-		if seq == 1 && ev.NodeDID != l.did {
-			return fmt.Errorf("open event log: the chain belongs to %s, the node key is %s", ev.NodeDID, l.did)
+			return tailFault(seq, err)
 		}
 		micros, err := checkLink(ev, seq, prev, prevMicros, l.did)
 		if err != nil {
-			return chainErr(ErrTornTail, seq, "%v", err)
+			return chainErr(ErrCorrupt, seq, "%v", err)
 		}
 		u, ok := signedFromStored(ev.raw)
 		if !ok {
-			return chainErr(ErrTornTail, seq, "stored event is malformed")
+			return chainErr(ErrCorrupt, seq, "stored event is malformed")
 		}
 		if err := (&link{ev: ev, u: u}).checkSignature(l.pub); err != nil {
-			return chainErr(ErrTornTail, seq, "%v", err)
+			return chainErr(ErrCorrupt, seq, "%v", err)
 		}
 		if err := l.checkIndexes(ev, micros); err != nil {
-			return chainErr(ErrTornTail, seq, "%v", err)
+			return err
 		}
 		prev, prevMicros, last = ev.ID, micros, ev
 	}
 	l.tip = Tip{Seq: last.Seq, ID: last.ID, Micros: prevMicros}
-	root, err := l.readEvent(1)
-	if err != nil {
-		return chainErr(ErrTornTail, 1, "%v", err)
-	}
-	l.root = root.ID
+	l.root = genesis.ID
 	l.typeCounts, err = l.loadTypeCounts()
 	return err
+}
+
+// tailFault is the error of the tail check for a read of seq that failed: an
+// event that is missing is ErrCorrupt at seq, as is one that cannot be read
+// (readEvent names the range); any other error (the disk, not its contents)
+// passes through.
+func tailFault(seq uint64, err error) error {
+	var ce *ChainError
+	switch {
+	case errors.As(err, &ce) && ce.Seq != 0:
+		return err
+	case errors.Is(err, ErrNotFound):
+		return chainErr(ErrCorrupt, seq, "the event is missing")
+	default:
+		return fmt.Errorf("check the event at seq %d: %w", seq, err)
+	}
 }
 
 // checkIndexes confirms that the index entries written with ev exist.
 func (l *Log) checkIndexes(ev *Event, micros int64) error {
 	var id [32]byte
 	if _, err := hex.Decode(id[:], []byte(ev.ID)); err != nil {
-		return err
+		return chainErr(ErrCorrupt, ev.Seq, "id %.12s… is not hex", ev.ID)
 	}
 	for _, k := range [][]byte{idKey(id), timeKey(micros), typeKey(ev.Type, ev.Seq)} {
 		_, closer, err := l.db.Get(k)
+		if errors.Is(err, pebble.ErrNotFound) {
+			return chainErr(ErrCorrupt, ev.Seq, "index entry %x is missing", k[0])
+		}
 		if err != nil {
-			return fmt.Errorf("index entry %x: %w", k[0], err)
+			var ce *ChainError
+			if err := l.readFault(err); errors.As(err, &ce) {
+				return chainErr(ErrCorrupt, ev.Seq, "index entry %x: %s", k[0], ce.Reason)
+			}
+			return fmt.Errorf("read index entry %x of seq %d: %w", k[0], ev.Seq, err)
 		}
 		closer.Close()
 	}
@@ -313,7 +352,7 @@ func (l *Log) loadTypeCounts() (map[string]uint64, error) {
 	counts := map[string]uint64{}
 	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: []byte{spaceType}, UpperBound: []byte{spaceType + 1}})
 	if err != nil {
-		return nil, fmt.Errorf("load type counts: %w", err)
+		return nil, fmt.Errorf("load type counts: %w", l.readFault(err))
 	}
 	defer it.Close()
 	for valid := it.First(); valid; {
@@ -326,7 +365,7 @@ func (l *Log) loadTypeCounts() (map[string]uint64, error) {
 		valid = it.SeekGE(typeKeyEnd(typ))
 	}
 	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("load type counts: %w", err)
+		return nil, fmt.Errorf("load type counts: %w", l.readFault(err))
 	}
 	return counts, nil
 }
@@ -336,12 +375,12 @@ func (l *Log) loadTypeCounts() (map[string]uint64, error) {
 func (l *Log) lastAuditMicros() (int64, error) {
 	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: []byte{spaceAudit}, UpperBound: []byte{spaceAudit + 1}})
 	if err != nil {
-		return 0, fmt.Errorf("find the newest audit entry: %w", err)
+		return 0, fmt.Errorf("find the newest audit entry: %w", l.readFault(err))
 	}
 	defer it.Close()
 	if !it.Last() {
 		if err := it.Error(); err != nil {
-			return 0, fmt.Errorf("find the newest audit entry: %w", err)
+			return 0, fmt.Errorf("find the newest audit entry: %w", l.readFault(err))
 		}
 		return 0, nil
 	}
@@ -358,12 +397,12 @@ func (l *Log) writeGenesis() error {
 		CreatedAt: formatMicros(micros),
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("encode the genesis payload: %w", err)
 	}
 	st := sequencerState{next: 1, prev: GenesisPrevHash, lastMicros: micros - 1, typeCounts: map[string]uint64{}}
 	p, err := st.chain(l, Draft{Type: TypeGenesis, Payload: json.RawMessage(payload)}, micros)
 	if err != nil {
-		return err
+		return fmt.Errorf("chain the genesis event: %w", err)
 	}
 	p.sign(l.key)
 	b := l.db.NewBatch()
@@ -391,6 +430,8 @@ func (p pebbleLogger) Errorf(format string, args ...any) {
 
 // Fatalf must not return: Pebble would carry on as if the write had succeeded. It
 // panics with a pebbleFatal, which the write paths turn into fail-stop (withFatal).
+// Corruption found by a read does not come here: the log's DataCorruption hook
+// takes it (corrupt.go).
 func (p pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	p.l.Error(msg, "component", "pebble")

@@ -124,7 +124,7 @@ func dbGet(g getter, key []byte) ([]byte, bool, error) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("read model key %q: %w", key[1:], err)
+		return nil, false, fmt.Errorf("read model key %q: %w", key[1:], storeFault(err))
 	}
 	out := slices.Clone(v)
 	closer.Close()
@@ -291,7 +291,7 @@ func (v *ModelView) Scan(lower, upper []byte, reverse bool, fn func(key, value [
 	}
 	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
-		return fmt.Errorf("scan read model: %w", err)
+		return fmt.Errorf("scan read model: %w", storeFault(err))
 	}
 	defer it.Close()
 	valid := it.First()
@@ -305,7 +305,7 @@ func (v *ModelView) Scan(lower, upper []byte, reverse bool, fn func(key, value [
 		}
 	}
 	if err := it.Error(); err != nil {
-		return fmt.Errorf("scan read model: %w", err)
+		return fmt.Errorf("scan read model: %w", storeFault(err))
 	}
 	return nil
 }

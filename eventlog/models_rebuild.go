@@ -224,12 +224,12 @@ func (l *Log) diffSpaces(oldP, newP byte) (ModelDiff, error) {
 	}
 	a, err := iter(oldP)
 	if err != nil {
-		return d, err
+		return d, fmt.Errorf("read the old read models: %w", l.readFault(err))
 	}
 	defer a.Close()
 	b, err := iter(newP)
 	if err != nil {
-		return d, err
+		return d, fmt.Errorf("read the rebuilt read models: %w", l.readFault(err))
 	}
 	defer b.Close()
 	note := func(kind string, key []byte) {
@@ -268,7 +268,10 @@ func (l *Log) diffSpaces(oldP, newP byte) (ModelDiff, error) {
 		}
 	}
 	if err := a.Error(); err != nil {
-		return d, err
+		return d, fmt.Errorf("read the old read models: %w", l.readFault(err))
 	}
-	return d, b.Error()
+	if err := b.Error(); err != nil {
+		return d, fmt.Errorf("read the rebuilt read models: %w", l.readFault(err))
+	}
+	return d, nil
 }

@@ -14,9 +14,6 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// ErrNotFound is returned for an event that does not exist.
-var ErrNotFound = errors.New("not found")
-
 func decodeStored(raw []byte) (*Event, error) {
 	ev := &Event{}
 	if err := json.Unmarshal(raw, ev); err != nil {
@@ -26,25 +23,36 @@ func decodeStored(raw []byte) (*Event, error) {
 	return ev, nil
 }
 
-func (l *Log) readEvent(seq uint64) (*Event, error) {
+// readEvent reads the event at seq. An event that cannot be read is ErrCorrupt
+// naming the seqs from seq to at most end that cannot be read, one that does
+// not decode is ErrCorrupt at seq.
+func (l *Log) readEvent(seq, end uint64) (*Event, error) {
 	v, closer, err := l.db.Get(eventKey(seq))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, fmt.Errorf("event %d: %w", seq, ErrNotFound)
+	}
+	if pebble.IsCorruptionError(err) {
+		return nil, l.unreadable(seq, end, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read event %d: %w", seq, err)
 	}
 	raw := slices.Clone(v)
 	closer.Close()
-	return decodeStored(raw)
+	ev, err := decodeStored(raw)
+	if err != nil {
+		return nil, chainErr(ErrCorrupt, seq, "%v", err)
+	}
+	return ev, nil
 }
 
 // Event returns the durable event at seq.
 func (l *Log) Event(seq uint64) (*Event, error) {
-	if seq == 0 || seq > l.Tip().Seq {
+	tip := l.Tip().Seq
+	if seq == 0 || seq > tip {
 		return nil, fmt.Errorf("event %d: %w", seq, ErrNotFound)
 	}
-	return l.readEvent(seq)
+	return l.readEvent(seq, tip)
 }
 
 // Scan calls fn for each stored event with from ≤ seq ≤ to, in seq order, holding
@@ -61,26 +69,40 @@ func (l *Log) Scan(from, to uint64, fn func(*Event) error) error {
 
 // scanRaw calls fn with the stored bytes of each event with from ≤ seq ≤ to, in
 // seq order, without decoding them; raw is valid only during the call. It stops
-// with ctx's error once ctx is done.
+// with ctx's error once ctx is done. Events that cannot be read end the scan
+// with ErrCorrupt naming their seqs.
 func (l *Log) scanRaw(ctx context.Context, from, to uint64, fn func(seq uint64, raw []byte) error) error {
 	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: eventKey(from), UpperBound: eventKey(to + 1)})
 	if err != nil {
-		return err
+		return fmt.Errorf("read events from seq %d: %w", from, l.readFault(err))
 	}
 	defer it.Close()
+	next := from // the first seq not yet read
+	fault := func(err error) error {
+		if pebble.IsCorruptionError(err) {
+			return l.unreadable(next, to, err)
+		}
+		return fmt.Errorf("read events from seq %d: %w", next, err)
+	}
 	for valid := it.First(); valid; valid = it.Next() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		seq := u64(it.Key()[1:])
+		next = seq
 		raw, err := it.ValueAndErr()
 		if err != nil {
-			return fmt.Errorf("read event %d: %w", u64(it.Key()[1:]), err)
+			return fault(err)
 		}
-		if err := fn(u64(it.Key()[1:]), raw); err != nil {
+		if err := fn(seq, raw); err != nil {
 			return err
 		}
+		next = seq + 1
 	}
-	return it.Error()
+	if err := it.Error(); err != nil {
+		return fault(err)
+	}
+	return nil
 }
 
 // Query selects events for GET /v1/events.
@@ -168,14 +190,14 @@ func (l *Log) QueryRaw(ctx context.Context, q Query, fn func(seq uint64, raw []b
 	// end: the committer publishes a tip only once its batch is applied.
 	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: []byte{spaceTime}, UpperBound: []byte{spaceTime + 1}})
 	if err != nil {
-		return 0, fmt.Errorf("query events: %w", err)
+		return 0, fmt.Errorf("query events: %w", l.readFault(err))
 	}
 	defer it.Close()
 
 	start := uint64(1)
 	if !q.Since.IsZero() {
 		if start, err = seqAfter(it, q.Since.UnixMicro(), end); err != nil {
-			return 0, fmt.Errorf("query events: %w", err)
+			return 0, fmt.Errorf("query events: since %s: %w", q.Since.UTC().Format(TimeLayout), l.readFault(err))
 		}
 	}
 	if start > end {
@@ -188,13 +210,19 @@ func (l *Log) QueryRaw(ctx context.Context, q Query, fn func(seq uint64, raw []b
 		}
 		last := min(end, start+uint64(q.Limit)-1)
 		it.SetBounds(eventKey(start), eventKey(last+1))
+		next := start // the first seq not yet read
 		for valid := it.First(); valid; valid = it.Next() {
-			if more, err := emit(ctx, it, fn); err != nil || !more {
+			next = u64(it.Key()[1:])
+			if more, err := l.emit(ctx, it, end, fn); err != nil || !more {
 				return total, err
 			}
+			next++
 		}
 		if err := it.Error(); err != nil {
-			return total, fmt.Errorf("query events: %w", err)
+			if pebble.IsCorruptionError(err) {
+				return total, l.unreadable(next, end, err)
+			}
+			return total, fmt.Errorf("query events from seq %d: %w", next, err)
 		}
 		return total, nil
 	}
@@ -204,7 +232,7 @@ func (l *Log) QueryRaw(ctx context.Context, q Query, fn func(seq uint64, raw []b
 	for _, t := range types {
 		n, err := typeMatches(it, t, start, end, q.Limit, &seqs)
 		if err != nil {
-			return 0, fmt.Errorf("query events: %w", err)
+			return 0, fmt.Errorf("query events: type index of %s: %w", t, l.readFault(err))
 		}
 		total += n
 	}
@@ -232,12 +260,14 @@ func (l *Log) QueryRaw(ctx context.Context, q Query, fn func(seq uint64, raw []b
 			at = u64(it.Key()[1:])
 		}
 		if !valid || at != seq {
-			if err := it.Error(); err != nil {
-				return total, fmt.Errorf("query events: %w", err)
+			if err := it.Error(); pebble.IsCorruptionError(err) {
+				return total, l.unreadable(seq, end, err)
+			} else if err != nil {
+				return total, fmt.Errorf("query events: event %d: %w", seq, err)
 			}
 			return total, fmt.Errorf("query events: indexed event %d: %w", seq, ErrNotFound)
 		}
-		if more, err := emit(ctx, it, fn); err != nil || !more {
+		if more, err := l.emit(ctx, it, end, fn); err != nil || !more {
 			return total, err
 		}
 	}
@@ -249,12 +279,15 @@ func (l *Log) QueryRaw(ctx context.Context, q Query, fn func(seq uint64, raw []b
 const maxStep = 16
 
 // emit passes the event under it to fn, after checking ctx.
-func emit(ctx context.Context, it *pebble.Iterator, fn func(uint64, []byte) (bool, error)) (bool, error) {
+func (l *Log) emit(ctx context.Context, it *pebble.Iterator, end uint64, fn func(uint64, []byte) (bool, error)) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
 	seq := u64(it.Key()[1:])
 	raw, err := it.ValueAndErr()
+	if pebble.IsCorruptionError(err) {
+		return false, l.unreadable(seq, end, err)
+	}
 	if err != nil {
 		return false, fmt.Errorf("read event %d: %w", seq, err)
 	}
@@ -271,7 +304,9 @@ func typeMatches(it *pebble.Iterator, typ string, start, end uint64, limit int, 
 		return 0, it.Error()
 	}
 	lastOrdinal := u64(it.Value())
-	it.First()
+	if !it.First() { // the last entry was there, so only an error ends this
+		return 0, it.Error()
+	}
 	total := lastOrdinal - u64(it.Value()) + 1
 	for n, valid := 0, true; valid && n < limit; n, valid = n+1, it.Next() {
 		k := it.Key()

@@ -22,7 +22,10 @@ func (l *Log) PutRecord(kind, id string, value []byte) error {
 	if err := l.Healthy(); err != nil {
 		return fmt.Errorf("%w: %w", ErrFailed, err)
 	}
-	return withFatal(func() error { return l.db.Set(recordKey(kind, id), value, pebble.Sync) })
+	if err := withFatal(func() error { return l.db.Set(recordKey(kind, id), value, pebble.Sync) }); err != nil {
+		return fmt.Errorf("write %s record: %w", kind, err)
+	}
+	return nil
 }
 
 // Records returns every record of kind in id order.
@@ -32,12 +35,15 @@ func (l *Log) Records(kind string) ([][]byte, error) {
 	upper[len(upper)-1] = 1
 	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read %s records: %w", kind, l.readFault(err))
 	}
 	defer it.Close()
 	var out [][]byte
 	for valid := it.First(); valid; valid = it.Next() {
 		out = append(out, slices.Clone(it.Value()))
 	}
-	return out, it.Error()
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("read %s records: %w", kind, l.readFault(err))
+	}
+	return out, nil
 }

@@ -227,21 +227,37 @@ func TestVerifyLocalTamper(t *testing.T) {
 	}
 }
 
-// TestOpenTornTail damages the newest events on disk; Open must refuse, name the
-// seq and leave the data as it was.
-func TestOpenTornTail(t *testing.T) {
+// TestOpenCorruptTail damages the newest events on disk; Open must refuse with
+// ErrCorrupt naming the seq, never ErrTornTail: every group is one atomic Pebble
+// batch, so a complete record that fails a check was changed after it was written.
+func TestOpenCorruptTail(t *testing.T) {
 	cases := []struct {
 		name    string
 		wantSeq uint64
-		damage  func(db *pebble.DB, tip Event)
+		damage  func(t *testing.T, db *pebble.DB, tip Event)
 	}{
-		{"truncated tip", 10, func(db *pebble.DB, tip Event) {
+		{"truncated tip", 10, func(t *testing.T, db *pebble.DB, tip Event) {
 			db.Set(eventKey(10), tip.Raw()[:len(tip.Raw())/2], pebble.Sync)
 		}},
-		{"missing index of tip", 10, func(db *pebble.DB, tip Event) {
+		{"missing index of tip", 10, func(t *testing.T, db *pebble.DB, tip Event) {
 			db.Delete(timeKey(tip.Time().UnixMicro()), pebble.Sync)
 		}},
-		{"gap below tip", 9, func(db *pebble.DB, tip Event) { db.Delete(eventKey(9), pebble.Sync) }},
+		{"gap below tip", 9, func(t *testing.T, db *pebble.DB, tip Event) { db.Delete(eventKey(9), pebble.Sync) }},
+		{"payload byte of a complete record", 8, func(t *testing.T, db *pebble.DB, tip Event) {
+			v, closer, err := db.Get(eventKey(8))
+			if err != nil {
+				t.Fatal(err)
+			}
+			changed := replaceOnce(t, v, `"n":8`, `"n":9`)
+			closer.Close()
+			db.Set(eventKey(8), changed, pebble.Sync)
+		}},
+		{"signature byte of the tip", 10, func(t *testing.T, db *pebble.DB, tip Event) {
+			v := slices.Clone(tip.Raw())
+			i := len(v) - 10
+			v[i] = map[bool]byte{true: 'B', false: 'A'}[v[i] == 'A']
+			db.Set(eventKey(10), v, pebble.Sync)
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -260,12 +276,12 @@ func TestOpenTornTail(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tc.damage(db, tip)
+			tc.damage(t, db, tip)
 			db.Close()
 			_, err = Open(Options{Dir: dir, Key: key})
 			var ce *ChainError
-			if !errors.Is(err, ErrTornTail) || !errors.As(err, &ce) || ce.Seq != tc.wantSeq {
-				t.Fatalf("Open err = %v, want torn tail at seq %d", err, tc.wantSeq)
+			if !errors.Is(err, ErrCorrupt) || errors.Is(err, ErrTornTail) || !errors.As(err, &ce) || ce.Seq != tc.wantSeq {
+				t.Fatalf("Open err = %v, want corrupt store at seq %d", err, tc.wantSeq)
 			}
 		})
 	}

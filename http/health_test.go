@@ -1,8 +1,20 @@
 package http
 
 import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/civnode/civnode/eventlog"
 )
 
 func TestHealthNeedsNoToken(t *testing.T) {
@@ -27,4 +39,90 @@ func TestHealthNeedsNoToken(t *testing.T) {
 	if got := n.auditEntries("auth.failed"); len(got) != 0 {
 		t.Errorf("health with a wrong token was audited as a failed authentication: %v", got)
 	}
+}
+
+// TestHealthAfterCorruptRead serves a log whose store has a damaged block in
+// an old event, outside the tail that Open checks: health is 200 until a read
+// reaches the block; that request gets 500, and from then on health is 503 and
+// writes are refused.
+func TestHealthAfterCorruptRead(t *testing.T) {
+	dir := t.TempDir()
+	key := ed25519.NewKeyFromSeed(testSeed)
+	open := func(tailCheck int) *eventlog.Log {
+		l, err := eventlog.Open(eventlog.Options{Dir: dir, Key: key, TailCheck: tailCheck, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	l := open(0)
+	// Chained hashes as padding: Snappy finds no repeats in them, so event 50's
+	// bytes appear literally in the sstable.
+	h := sha256.Sum256([]byte("pad"))
+	var drafts []eventlog.Draft
+	var pad string
+	for seq := 2; seq <= 300; seq++ {
+		var p string
+		for range 8 {
+			h = sha256.Sum256(h[:])
+			p += hex.EncodeToString(h[:])
+		}
+		if seq == 50 {
+			pad = p
+		}
+		drafts = append(drafts, eventlog.Draft{Type: "test.padded", Payload: map[string]any{"seq": seq, "pad": p}})
+	}
+	if _, err := l.Append(context.Background(), drafts...); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	open(0).Close() // opening moves the WAL into an sstable
+	flipPad(t, dir, pad)
+
+	l = open(16)
+	t.Cleanup(func() { l.Close() })
+	s := New(Options{Log: l, OwnerToken: testToken, Logger: slog.New(slog.DiscardHandler)})
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	n := &testNode{t: t, log: l, srv: s, url: hs.URL}
+
+	if r := n.request(http.MethodGet, "/v1/health", "", nil); r.status != http.StatusOK {
+		t.Fatalf("health before the damage is read: %d %s", r.status, r.body)
+	}
+	n.get("/v1/events?limit=300").wantError(t, http.StatusInternalServerError, "internal", "")
+	r := n.request(http.MethodGet, "/v1/health", "", nil)
+	var body map[string]any
+	r.decode(t, &body)
+	if r.status != http.StatusServiceUnavailable || len(body) != 1 || body["status"] != "unavailable" {
+		t.Errorf("health after a corrupt read: %d %s, want 503 {\"status\":\"unavailable\"}", r.status, r.body)
+	}
+	if _, err := l.Append(context.Background(), eventlog.Draft{Type: "test.after", Payload: map[string]int{"n": 1}}); !errors.Is(err, eventlog.ErrFailed) {
+		t.Errorf("append after a corrupt read: %v, want ErrFailed", err)
+	}
+}
+
+// flipPad flips a byte of pad where an sstable in dir holds it; any 16
+// characters of pad that appear literally will do.
+func flipPad(t *testing.T, dir, pad string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for at := 0; at+16 <= len(pad); at += 16 {
+			if i := bytes.Index(b, []byte(pad[at:at+16])); i >= 0 {
+				b[i+8] ^= 0x01
+				if err := os.WriteFile(f, b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+		}
+	}
+	t.Fatalf("no part of the padding is in an sstable of %s", dir)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
-	"fmt"
 	"log/slog"
 
 	"github.com/civnode/civnode/cmd/core"
@@ -21,11 +20,8 @@ func openCore(ctx context.Context, d dataDir, key ed25519.PrivateKey, cat *catal
 	opts := eventlog.Options{OnRebuild: rebuildLogger(logger)}
 	opts.Dir, opts.Key, opts.Logger = d.dbPath(), key, logger
 	c, err := core.Open(opts, cat)
-	if isLockHeld(err) {
-		return nil, fmt.Errorf("%w (%s)", errDataDirInUse, d)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("open event log in %s: %w", d.dbPath(), err)
+		return nil, d.openError(err)
 	}
 	skipped, err := c.Skipped()
 	if err != nil {

@@ -11,9 +11,10 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// TestServeRefusesCorruptChain damages the newest stored event behind the log's
-// back (key layout in eventlog/doc.go) and requires that serve refuses to start
-// naming its seq, and that verify --data-dir reports it.
+// TestServeRefusesCorruptChain changes the newest stored event behind the log's
+// back (key layout in eventlog/doc.go), a complete record that no crash could
+// have torn, and requires that serve refuses to start naming its seq as
+// corrupt, and that verify --data-dir reports it.
 func TestServeRefusesCorruptChain(t *testing.T) {
 	dir := t.TempDir()
 	startNode(t, dir).stop(t)
@@ -21,11 +22,11 @@ func TestServeRefusesCorruptChain(t *testing.T) {
 	corruptStoredEvent(t, dir, 3, `"n":2`, `"n":9`)
 
 	res := runCLI(t, nil, "serve", "--data-dir", dir, "--addr", "127.0.0.1:0")
-	if res.code != 1 || !strings.Contains(res.stderr, "torn tail at seq 3") || strings.Contains(res.stdout, "listening") {
+	if res.code != 1 || !strings.Contains(res.stderr, "corrupt store at seq 3: id does not match") || strings.Contains(res.stdout, "listening") {
 		t.Errorf("serve on a corrupt chain: code %d, stdout %q, stderr %q", res.code, res.stdout, res.stderr)
 	}
 	res = runCLI(t, nil, "verify", "--data-dir", dir)
-	if res.code != 1 || !strings.HasPrefix(res.stdout, "invalid: torn tail at seq 3:") {
+	if res.code != 1 || !strings.HasPrefix(res.stdout, "invalid: corrupt store at seq 3: id does not match") {
 		t.Errorf("verify --data-dir of a corrupt chain: code %d, stdout %q, stderr %q", res.code, res.stdout, res.stderr)
 	}
 }

@@ -74,6 +74,9 @@ func (d dataDir) openChain(logger *slog.Logger) (*eventlog.Log, error) {
 func (d dataDir) existingNodeKey(logger *slog.Logger) (ed25519.PrivateKey, error) {
 	key, err := loadNodeKey(d.keyPath(), logger)
 	if errors.Is(err, fs.ErrNotExist) {
+		if err := d.refuseLostKey(); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("no node in %s (node.key is missing); start one with civnode serve --data-dir %s", d, d)
 	}
 	if err != nil {
@@ -85,18 +88,48 @@ func (d dataDir) existingNodeKey(logger *slog.Logger) (ed25519.PrivateKey, error
 	return key, nil
 }
 
+// refuseLostKey is the error for a data dir whose node.key is missing, when
+// its chain exists: it says whose chain it is, read without the key and
+// without writing. A new key cannot continue a chain that another key signed,
+// so the lost key must be restored. It is nil when there is no chain.
+func (d dataDir) refuseLostKey() error {
+	did, err := eventlog.ChainNodeDID(d.dbPath())
+	if isLockHeld(err) {
+		return fmt.Errorf("%w (%s)", errDataDirInUse, d)
+	}
+	if err != nil {
+		return fmt.Errorf("%w in %s, and its chain cannot be read: %w", errNodeKeyLost, d, err)
+	}
+	if did == "" {
+		return nil
+	}
+	return fmt.Errorf("%w in %s, but its chain belongs to %s; restore node.key (a new key cannot continue this chain)",
+		errNodeKeyLost, d, did)
+}
+
 // openLog opens the event log with opts' hooks, turning the database's lock into
 // errDataDirInUse.
 func openLog(d dataDir, key ed25519.PrivateKey, logger *slog.Logger, opts eventlog.Options) (*eventlog.Log, error) {
 	opts.Dir, opts.Key, opts.Logger = d.dbPath(), key, logger
 	l, err := eventlog.Open(opts)
-	if isLockHeld(err) {
-		return nil, fmt.Errorf("%w (%s)", errDataDirInUse, d)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("open event log in %s: %w", d.dbPath(), err)
+		return nil, d.openError(err)
 	}
 	return l, nil
+}
+
+// openError says what failed to open, turning the database's lock into
+// errDataDirInUse and adding what to do about a key that is not the chain's.
+func (d dataDir) openError(err error) error {
+	switch {
+	case isLockHeld(err):
+		return fmt.Errorf("%w (%s)", errDataDirInUse, d)
+	case errors.Is(err, eventlog.ErrWrongKey):
+		return fmt.Errorf("open event log in %s: %w; node.key in %s is not the key this chain was created with: restore the chain's node.key",
+			d.dbPath(), err, d)
+	default:
+		return fmt.Errorf("open event log in %s: %w", d.dbPath(), err)
+	}
 }
 
 // isLockHeld recognises Pebble's refusal to open a locked database: the bare

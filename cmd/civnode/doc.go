@@ -58,7 +58,9 @@
 // # Exit codes
 //
 // 0 success; 1 failure, including a chain or bundle that does not verify (the
-// "invalid:" line on stdout names the first bad seq); 2 a usage error.
+// "invalid:" line on stdout names the first bad seq) and a damaged store (the
+// line names the seqs that cannot be read and the file; docs/verifying.md); 2 a
+// usage error. A Go panic is a bug, never an answer to what is on disk.
 //
 // # Output
 //

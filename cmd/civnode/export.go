@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -21,7 +23,12 @@ bundle (wire.md §4) and records export.sealed in the audit log. A running node
 serves the same bundle at GET /v1/events/export.
 
   civnode export --data-dir DIR > bundle.json
-  civnode export --data-dir DIR | civnode verify -`,
+  civnode export --data-dir DIR | civnode verify -
+
+If an event cannot be read (a damaged disk), export exits 1 naming the file
+and the seqs, and leaves no bundle: a file on stdout is cut back to what it
+held before, and what already went down a pipe ends inside the events array,
+which no JSON parser accepts and verify rejects.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := m.logger(g)
@@ -52,11 +59,12 @@ func (m *Main) export(ctx context.Context, flag string, logger *slog.Logger) (er
 			err = fmt.Errorf("close event log: %w", cerr)
 		}
 	}()
+	takeBack := takeBackOutput(m.Stdout)
 	progress, done := m.progress("export", int64(chain.Tip().Seq))
 	sum, err := chain.WriteBundle(ctx, m.Stdout, eventlog.BundleHeader{}, progress)
 	done()
 	if err != nil {
-		return err
+		return errors.Join(fmt.Errorf("%w; no bundle was written", err), takeBack())
 	}
 	if _, err := chain.Audit(ctx, "export.sealed", chain.NodeDID(), map[string]any{
 		"export_id": sum.ExportID, "event_count": sum.EventCount, "chain_tip_hash": sum.TipHash,
@@ -65,4 +73,31 @@ func (m *Main) export(ctx context.Context, flag string, logger *slog.Logger) (er
 	}
 	logger.Debug("exported", "export_id", sum.ExportID, "event_count", sum.EventCount)
 	return nil
+}
+
+// takeBackOutput returns a function that undoes what a failed export wrote to
+// w, when w is a regular file (civnode export > bundle.json): it cuts the file
+// back to the size it has now, so no partial bundle is left to be mistaken for
+// one. Anything else (a pipe, a terminal) cannot be taken back and is left as
+// it is; the bundle's seal is written last, so what went out does not parse.
+// The size, not the offset, is kept, so that >> keeps what the file held.
+func takeBackOutput(w io.Writer) func() error {
+	f, ok := w.(*os.File)
+	if !ok {
+		return func() error { return nil }
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return func() error { return nil }
+	}
+	size := fi.Size()
+	return func() error {
+		if err := f.Truncate(size); err != nil {
+			return fmt.Errorf("remove the partial bundle from stdout: %w", err)
+		}
+		if _, err := f.Seek(size, io.SeekStart); err != nil {
+			return fmt.Errorf("remove the partial bundle from stdout: %w", err)
+		}
+		return nil
+	}
 }

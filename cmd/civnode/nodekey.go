@@ -13,6 +13,21 @@ import (
 
 const pemPrivateKey = "PRIVATE KEY"
 
+// serveNodeKey returns the node key of d for serve, creating one on first
+// start. A missing key beside an existing chain is refused and nothing is
+// created: a new key cannot continue a chain that another key signed, and
+// making one would hide that the real key is lost.
+func (d dataDir) serveNodeKey(logger *slog.Logger) (ed25519.PrivateKey, error) {
+	key, err := loadNodeKey(d.keyPath(), logger)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return key, err
+	}
+	if err := d.refuseLostKey(); err != nil {
+		return nil, err
+	}
+	return loadOrCreateNodeKey(d.keyPath(), logger)
+}
+
 // loadOrCreateNodeKey returns the node key at path, creating one on first start.
 func loadOrCreateNodeKey(path string, logger *slog.Logger) (ed25519.PrivateKey, error) {
 	key, err := loadNodeKey(path, logger)

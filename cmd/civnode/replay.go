@@ -26,7 +26,10 @@ from the chain alone into a fresh key space, compares it with the models the
 node kept, and makes the rebuilt models live. It prints how many events of each
 type the chain holds, what the rebuilt models hold, and every difference from
 the models it replaced (none on a healthy node; the chain wins any). It records
-replay.completed in the audit log.`,
+replay.completed in the audit log.
+
+A chain that does not verify, or a store with a damaged block, ends it with
+exit 1 and verify's invalid: line, and the kept models stay live.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := m.logger(g)
@@ -70,7 +73,7 @@ func (m *Main) replay(ctx context.Context, flag string, logger *slog.Logger) (er
 		counts[ev.Type]++
 		return ctx.Err()
 	}); err != nil {
-		return fmt.Errorf("count events: %w", err)
+		return m.invalid(fmt.Errorf("count events: %w", err))
 	}
 	var onRebuild eventlog.RebuildProgress
 	rebuilt, done := m.progress("rebuild", int64(chain.Tip().Seq))
@@ -80,7 +83,7 @@ func (m *Main) replay(ctx context.Context, flag string, logger *slog.Logger) (er
 	diff, err := chain.RebuildModels(ctx, onRebuild)
 	done()
 	if err != nil {
-		return fmt.Errorf("rebuild read models: %w", err)
+		return m.invalid(fmt.Errorf("rebuild read models: %w", err))
 	}
 	tw := tabwriter.NewWriter(m.Stdout, 0, 8, 2, ' ', 0)
 	types := make([]string, 0, len(counts))

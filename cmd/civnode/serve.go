@@ -74,7 +74,7 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	if err := dir.create(logger); err != nil {
 		return err
 	}
-	key, err := loadOrCreateNodeKey(dir.keyPath(), logger)
+	key, err := dir.serveNodeKey(logger)
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,9 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	}
 	node, err := openCore(ctx, dir, key, cat, logger)
 	var ce *eventlog.ChainError
-	if errors.As(err, &ce) {
+	if errors.Is(err, eventlog.ErrCorrupt) {
+		return fmt.Errorf("%w; the node will not start on a damaged store: restore the data dir from a backup", err)
+	} else if errors.As(err, &ce) {
 		return fmt.Errorf("%w; the node will not start on a chain that does not verify", err)
 	}
 	if err != nil {
