@@ -19,13 +19,6 @@ var (
 	// writes: restore the data dir from a backup. Log.Verify, like VerifyBundle,
 	// reports a readable event that fails its checks as ErrBrokenChain.
 	ErrCorrupt = errors.New("eventlog: corrupt store")
-	// ErrTornTail was the fault Open reported in the newest events.
-	//
-	// Deprecated: Open no longer returns it. Each group of events is one Pebble
-	// batch, committed as one checksummed WAL record, and after a crash Pebble
-	// replays whole records only; so a crash cannot leave part of an event or of a
-	// group behind, and a fault among the newest events is ErrCorrupt.
-	ErrTornTail = errors.New("eventlog: torn tail")
 	// ErrBadBundle means an export bundle is malformed or its seal does not verify.
 	ErrBadBundle = errors.New("eventlog: bad bundle")
 	// ErrFailed means an earlier write failed to become durable, or a read met
