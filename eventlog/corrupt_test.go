@@ -8,10 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/civnode/civnode/eventlog/eventlogtest"
 )
 
 // damagedStore writes a chain of n events with incompressible payloads to a
@@ -82,35 +83,6 @@ func (padModel) Fold(tx *ModelTxn, ev *Event) error {
 	}
 	tx.Set([]byte(fmt.Sprintf("pad/%d", ev.Seq)), []byte(strings.ToUpper(p.Pad)))
 	return nil
-}
-
-// flipIn flips a byte of pad where an sstable of dir holds it and returns the
-// file's path. Snappy may store a few bytes of pad as a reference to earlier
-// bytes, so it looks for any 16 characters of pad that appear literally: 64
-// random bits, which nothing else in the store holds.
-func flipIn(t *testing.T, dir, pad string) string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.sst"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for at := 0; at+16 <= len(pad); at += 16 {
-			if i := bytes.Index(b, []byte(pad[at:at+16])); i >= 0 {
-				b[i+8] ^= 0x01
-				if err := os.WriteFile(f, b, 0o600); err != nil {
-					t.Fatal(err)
-				}
-				return f
-			}
-		}
-	}
-	t.Fatalf("no part of the padding is in an sstable of %s", dir)
-	return ""
 }
 
 // requireCorruptAt requires a *ChainError of ErrCorrupt whose seq range holds
@@ -221,4 +193,14 @@ func TestCheckStoreFindsDamageOutsideEvents(t *testing.T) {
 	if err := l2.CheckStore(context.Background()); err != nil {
 		t.Errorf("CheckStore of a sound store: %v", err)
 	}
+}
+
+// flipIn damages the block of dir's sstables that holds pad.
+func flipIn(t *testing.T, dir, pad string) string {
+	t.Helper()
+	sst, err := eventlogtest.FlipInSSTable(dir, pad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sst
 }

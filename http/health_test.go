@@ -1,7 +1,6 @@
 package http
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
@@ -10,11 +9,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/eventlog/eventlogtest"
 )
 
 func TestHealthNeedsNoToken(t *testing.T) {
@@ -77,7 +75,9 @@ func TestHealthAfterCorruptRead(t *testing.T) {
 	}
 	l.Close()
 	open(0).Close() // opening moves the WAL into an sstable
-	flipPad(t, dir, pad)
+	if _, err := eventlogtest.FlipInSSTable(dir, pad); err != nil {
+		t.Fatal(err)
+	}
 
 	l = open(16)
 	t.Cleanup(func() { l.Close() })
@@ -99,30 +99,4 @@ func TestHealthAfterCorruptRead(t *testing.T) {
 	if _, err := l.Append(context.Background(), eventlog.Draft{Type: "test.after", Payload: map[string]int{"n": 1}}); !errors.Is(err, eventlog.ErrFailed) {
 		t.Errorf("append after a corrupt read: %v, want ErrFailed", err)
 	}
-}
-
-// flipPad flips a byte of pad where an sstable in dir holds it; any 16
-// characters of pad that appear literally will do.
-func flipPad(t *testing.T, dir, pad string) {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.sst"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for at := 0; at+16 <= len(pad); at += 16 {
-			if i := bytes.Index(b, []byte(pad[at:at+16])); i >= 0 {
-				b[i+8] ^= 0x01
-				if err := os.WriteFile(f, b, 0o600); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-		}
-	}
-	t.Fatalf("no part of the padding is in an sstable of %s", dir)
 }

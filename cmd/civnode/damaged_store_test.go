@@ -21,6 +21,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/eventlog/eventlogtest"
 )
 
 // damagedDataDir makes the data dir of a stopped node whose chain holds n
@@ -74,36 +75,11 @@ func damagedDataDir(t *testing.T, n, at uint64) (dir, sst string) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return dir, flipInSSTable(t, filepath.Join(dir, "db"), pad)
-}
-
-// flipInSSTable flips a byte of pad where an sstable in dir holds it. Snappy
-// may store a few bytes of pad as a reference to earlier bytes, so it looks for
-// any 16 characters of pad that appear literally: 64 random bits, which nothing
-// else in the store holds.
-func flipInSSTable(t *testing.T, dir, pad string) string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+	sst, err = eventlogtest.FlipInSSTable(filepath.Join(dir, "db"), pad)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for at := 0; at+16 <= len(pad); at += 16 {
-			if i := bytes.Index(b, []byte(pad[at:at+16])); i >= 0 {
-				b[i+8] ^= 0x01
-				if err := os.WriteFile(f, b, 0o600); err != nil {
-					t.Fatal(err)
-				}
-				return f
-			}
-		}
-	}
-	t.Fatalf("no part of the padding is in an sstable of %s", dir)
-	return ""
+	return dir, sst
 }
 
 // corruptRange matches the seq range a corruption message names.
