@@ -175,13 +175,7 @@ func TestTokenNotSentToImpostor(t *testing.T) {
 			t.Errorf("token %v at an impostor: code %d, stdout %q, stderr %q", args, res.code, res.stdout, res.stderr)
 		}
 	}
-	got := tap.received(t)
-	if strings.Contains(got, n.token) {
-		t.Fatalf("the impostor at %s received the owner token:\n%s", tap.addr, got)
-	}
-	if !strings.Contains(got, "/v1/node/proof") {
-		t.Errorf("the impostor saw no proof request; the test proves nothing:\n%s", got)
-	}
+	tap.requireWithheld(t, "the impostor", n.token)
 }
 
 // TestTokenNotSentThroughRelay: a process on port P that relays to the real
@@ -197,13 +191,7 @@ func TestTokenNotSentThroughRelay(t *testing.T) {
 		!strings.Contains(res.stderr, "it signed for "+strings.TrimPrefix(n.url, "http://")) {
 		t.Errorf("token list through a relay: code %d, stdout %q, stderr %q", res.code, res.stdout, res.stderr)
 	}
-	got := relay.received(t)
-	if strings.Contains(got, n.token) {
-		t.Fatalf("the relay at %s received the owner token:\n%s", relay.addr, got)
-	}
-	if !strings.Contains(got, "/v1/node/proof") {
-		t.Errorf("the relay saw no proof request; the test proves nothing:\n%s", got)
-	}
+	relay.requireWithheld(t, "the relay", n.token)
 }
 
 // TestTokenOverTCPWithProof: without the socket, the CLI reaches the real node
@@ -545,5 +533,18 @@ func TestMergedListener(t *testing.T) {
 			c.Close()
 			t.Errorf("%v still accepts after Close", ln.Addr())
 		}
+	}
+}
+
+// requireWithheld requires that the process behind the tap was asked for a
+// proof, and never received token.
+func (w *wiretap) requireWithheld(t *testing.T, who, token string) {
+	t.Helper()
+	got := w.received(t)
+	if strings.Contains(got, token) {
+		t.Fatalf("%s at %s received the owner token:\n%s", who, w.addr, got)
+	}
+	if !strings.Contains(got, "/v1/node/proof") {
+		t.Errorf("%s saw no proof request; the test proves nothing:\n%s", who, got)
 	}
 }
