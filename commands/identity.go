@@ -6,8 +6,8 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
+	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/civnode/civnode/commands/catalog"
 	"github.com/civnode/civnode/eventlog"
@@ -46,6 +46,9 @@ type IdentityOptions struct {
 	// Catalog supplies the accepted factions, roles and strategies of profiles;
 	// default catalog.Default().
 	Catalog *catalog.Catalog
+	// Governs are the subnets this node governs (--governs); their ids are
+	// reserved as slugs for every token (identity_reserved.go).
+	Governs []string
 }
 
 // Identity runs the identity and civilization commands: bootstrap, and the
@@ -63,9 +66,8 @@ type Identity struct {
 
 	nodeBinding func() (NodeBinding, error)
 	randMu      sync.Mutex // io.Reader implementations need not be safe for concurrent use
-	// governed are the subnets this node governs, reserved as slugs
-	// (SetGoverned); nil until set.
-	governed atomic.Pointer[[]string]
+	// governed are the subnets this node governs, reserved as slugs.
+	governed []string
 }
 
 // NewIdentity checks opts and returns the command set.
@@ -89,7 +91,8 @@ func NewIdentity(opts IdentityOptions) (*Identity, error) {
 		opts.Catalog = catalog.Default()
 	}
 	c := &Identity{log: opts.Log, key: opts.NodeKey, ids: opts.Identities,
-		controllers: opts.Controllers, rand: opts.Rand, catalog: opts.Catalog}
+		controllers: opts.Controllers, rand: opts.Rand, catalog: opts.Catalog,
+		governed: slices.Clone(opts.Governs)}
 	c.nodeBinding = sync.OnceValues(c.signNodeBinding)
 	return c, nil
 }

@@ -38,7 +38,14 @@ type idNode struct {
 
 func newIDNode(t *testing.T) *idNode {
 	t.Helper()
-	c := openCore(t, nil)
+	return newIDNodeGoverning(t)
+}
+
+// newIDNodeGoverning is newIDNode on a node that governs subnets (serve
+// --governs).
+func newIDNodeGoverning(t *testing.T, subnets ...string) *idNode {
+	t.Helper()
+	c := openCoreWith(t, core.Config{Governs: subnets})
 	return &idNode{t: t, key: ed25519.NewKeyFromSeed(nodeSeed), log: c.Log, read: c.Identities, cmd: c.Identity}
 }
 
@@ -46,8 +53,14 @@ func newIDNode(t *testing.T) *idNode {
 // mission and game commands accepting cat's vocabulary (nil: built-in).
 func openCore(t *testing.T, cat *catalog.Catalog) *core.Core {
 	t.Helper()
+	return openCoreWith(t, core.Config{Catalog: cat})
+}
+
+// openCoreWith is openCore with the whole configuration of the commands.
+func openCoreWith(t *testing.T, cfg core.Config) *core.Core {
+	t.Helper()
 	c, err := core.Open(eventlog.Options{InMemory: true, Key: ed25519.NewKeyFromSeed(nodeSeed),
-		Logger: slog.New(slog.DiscardHandler)}, cat)
+		Logger: slog.New(slog.DiscardHandler)}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package commands
 
 import (
 	"slices"
-	"strings"
 )
 
 // Reserved slugs (issue 16, defect 7). A public_id is also the publisher name of
@@ -12,8 +11,8 @@ import (
 // "admin" speaks with an authority it does not have. So no new claim of a slug,
 // at bootstrap or on a rename, may take
 //
-//   - the id of a subnet this node governs (SetGoverned: --governs; the owner
-//     token's Governs as well);
+//   - the id of a subnet this node governs (IdentityOptions.Governs, from
+//     --governs; the owner token's Governs as well);
 //   - a faction of the game catalog, a body an agent could pretend to speak for
 //     (the catalog has no subnet or zone ids; roles, domains and strategies
 //     describe an agent rather than an authority, so they stay free);
@@ -35,22 +34,9 @@ var authoritySlugs = []string{
 	"staff", "support", "sysadmin", "system", "treasury",
 }
 
-// SetGoverned tells the identity commands which subnets this node governs, so
-// that their ids are reserved as slugs for every token, not only for the owner
-// token whose Governs lists them. The HTTP server calls it with its Governs; it
-// is safe to call while commands run.
-func (c *Identity) SetGoverned(subnets []string) {
-	ids := make([]string, len(subnets))
-	for i, s := range subnets {
-		ids[i] = strings.ToLower(s)
-	}
-	c.governed.Store(&ids)
-}
-
 // reservedSlug returns why slug may not be claimed by a, or "" if it may.
 func (c *Identity) reservedSlug(a Actor, slug string) string {
-	if governed := c.governed.Load(); governed != nil && slices.Contains(*governed, slug) ||
-		slices.Contains(a.Governs, slug) {
+	if slices.Contains(c.governed, slug) || slices.Contains(a.Governs, slug) {
 		return "it is the id of a subnet this node governs"
 	}
 	if slices.Contains(c.catalog.FactionIDs(), slug) {

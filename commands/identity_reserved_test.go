@@ -14,8 +14,7 @@ import (
 // authority; an agent that took "genesis" could publish beside the government
 // of genesis under its name (issue 16 defect 7).
 func TestReservedSlugsAtBootstrap(t *testing.T) {
-	n := newIDNode(t)
-	n.cmd.SetGoverned([]string{"genesis", "mars"})
+	n := newIDNodeGoverning(t, "genesis", "mars")
 	agentWithoutGovernance := commands.Actor{TokenID: "owner", Kind: commands.ActorOwner} // --governs is the node's, not the token's
 	for _, tc := range []struct {
 		name, slug string
@@ -62,8 +61,7 @@ func TestReservedSlugsAtBootstrap(t *testing.T) {
 // TestReservedSlugsOnRename: an identity cannot rename itself to a reserved
 // slug, whichever token asks.
 func TestReservedSlugsOnRename(t *testing.T) {
-	n := newIDNode(t)
-	n.cmd.SetGoverned([]string{"genesis", "mars"})
+	n := newIDNodeGoverning(t, "genesis", "mars")
 	ada := n.bootstrap("Ada", "ada")
 	for _, slug := range []string{"genesis", "mars", "frontier", "root", "civnode", "oracle"} {
 		for _, a := range []commands.Actor{owner, agentActor(ada.AgentDID)} {
@@ -82,8 +80,7 @@ func TestReservedSlugsOnRename(t *testing.T) {
 // slug before it was reserved keeps it and may update itself under it; once it
 // lets the slug go, nobody can take it again.
 func TestReservedSlugHeldFromBefore(t *testing.T) {
-	n := newIDNode(t)
-	n.cmd.SetGoverned([]string{"genesis"})
+	n := newIDNodeGoverning(t, "genesis")
 	ctx := context.Background()
 	// A chain written before the rule: identity.bootstrapped with the slug
 	// "genesis", appended as an older node did, not through today's command.

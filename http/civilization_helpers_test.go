@@ -53,19 +53,20 @@ func newCivNodeServing(t *testing.T, edit func(*eventlog.Options), serve func(*O
 	if edit != nil {
 		edit(&opts)
 	}
-	c, err := core.Open(opts, nil)
+	// The server's options are settled first: the commands govern what it does.
+	sopts := Options{OwnerToken: testToken, Logger: discardLogger(), Governs: []string{"genesis"}}
+	if serve != nil {
+		serve(&sopts)
+	}
+	c, err := core.Open(opts, core.Config{Catalog: sopts.Catalog, Governs: sopts.Governs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
 	n := &civNode{core: c, key: key, read: c.Identities, mread: c.Missions, gread: c.GameState,
 		cmd: c.Identity, mcmd: c.Mission, gcmd: c.Game, tokens: c.Tokens}
-	sopts := Options{Log: c.Log, OwnerToken: testToken, Logger: discardLogger(),
-		Identity: c.Identity, Identities: c.Identities, Tokens: c.Tokens, Mission: c.Mission, Missions: c.Missions,
-		Game: c.Game, GameState: c.GameState, Governs: []string{"genesis"}}
-	if serve != nil {
-		serve(&sopts)
-	}
+	sopts.Log, sopts.Identity, sopts.Identities, sopts.Tokens = c.Log, c.Identity, c.Identities, c.Tokens
+	sopts.Mission, sopts.Missions, sopts.Game, sopts.GameState = c.Mission, c.Missions, c.Game, c.GameState
 	s := New(sopts)
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)

@@ -96,7 +96,7 @@ func BenchmarkHTTPCreateMission(b *testing.B) {
 // directory (fsync on).
 func benchNode(b *testing.B) string {
 	b.Helper()
-	c, err := core.Open(eventlog.Options{Dir: b.TempDir(), Key: ed25519.NewKeyFromSeed(testSeed), Logger: discardLogger()}, nil)
+	c, err := core.Open(eventlog.Options{Dir: b.TempDir(), Key: ed25519.NewKeyFromSeed(testSeed), Logger: discardLogger()}, core.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}

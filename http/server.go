@@ -140,11 +140,6 @@ func New(opts Options) *Server {
 	if len(opts.Governs) == 0 {
 		opts.Governs = []string{"genesis"}
 	}
-	if opts.Identity != nil {
-		// The governed subnets' ids are reserved as slugs, whichever token
-		// claims one (commands/identity_reserved.go).
-		opts.Identity.SetGoverned(opts.Governs)
-	}
 	if opts.BodyLimit <= 0 {
 		opts.BodyLimit = defaultBodyLimit
 	}

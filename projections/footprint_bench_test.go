@@ -25,7 +25,7 @@ func BenchmarkFootprint(b *testing.B) {
 	for _, kind := range []string{"identity", "mission_created", "mission_settled"} {
 		b.Run(kind, func(b *testing.B) {
 			c, err := core.Open(eventlog.Options{Dir: b.TempDir(), Key: ed25519.NewKeyFromSeed(make([]byte, 32)),
-				Logger: slog.New(slog.DiscardHandler)}, nil)
+				Logger: slog.New(slog.DiscardHandler)}, core.Config{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -6,20 +6,19 @@ import (
 	"log/slog"
 
 	"github.com/civnode/civnode/cmd/core"
-	"github.com/civnode/civnode/commands/catalog"
 	"github.com/civnode/civnode/eventlog"
 )
 
 // openCore opens the node in d through core.Open, the one wiring that serve,
 // replay, the offline token commands and the tests share. A catch-up or rebuild
 // of the read models at start is logged with its progress.
-func openCore(ctx context.Context, d dataDir, key ed25519.PrivateKey, cat *catalog.Catalog, logger *slog.Logger) (*core.Core, error) {
+func openCore(ctx context.Context, d dataDir, key ed25519.PrivateKey, cfg core.Config, logger *slog.Logger) (*core.Core, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	opts := eventlog.Options{OnRebuild: rebuildLogger(logger)}
 	opts.Dir, opts.Key, opts.Logger = d.dbPath(), key, logger
-	c, err := core.Open(opts, cat)
+	c, err := core.Open(opts, cfg)
 	if err != nil {
 		return nil, d.openError(err)
 	}
@@ -59,6 +58,7 @@ func (d dataDir) openCore(ctx context.Context, logger *slog.Logger) (*core.Core,
 	if err != nil {
 		return nil, err
 	}
-	// One-shot commands decide nothing a catalog governs; the built-in one will do.
-	return openCore(ctx, d, key, catalog.Default(), logger)
+	// One-shot commands decide nothing that a catalog or the governed subnets
+	// rule; the built-in catalog will do.
+	return openCore(ctx, d, key, core.Config{}, logger)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/eventlog"
 	civhttp "github.com/civnode/civnode/http"
 )
@@ -82,7 +83,7 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	if err != nil {
 		return err
 	}
-	node, err := openCore(ctx, dir, key, cat, logger)
+	node, err := openCore(ctx, dir, key, core.Config{Catalog: cat, Governs: cfg.governs}, logger)
 	var ce *eventlog.ChainError
 	if errors.Is(err, eventlog.ErrCorrupt) {
 		return fmt.Errorf("%w; the node will not start on a damaged store: restore the data dir from a backup", err)

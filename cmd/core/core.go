@@ -35,12 +35,22 @@ var (
 	_ commands.GameReader       = (*projections.Game)(nil)
 )
 
+// Config is what the commands need beyond the log.
+type Config struct {
+	// Catalog is the game vocabulary the commands accept; nil: the built-in one.
+	Catalog *catalog.Catalog
+	// Governs are the subnets this node governs (serve --governs), whose ids
+	// no identity may take as its slug. The HTTP server's Options.Governs must
+	// be the same list.
+	Governs []string
+}
+
 // Open opens the log described by opts with the read models attached, which
 // eventlog.Open brings up to the chain's tip (catching up or rebuilding as
-// their stored watermark and version require), and builds the commands, which
-// accept the vocabulary of cat (nil: the built-in catalog). The models are
-// current when it returns, so a caller may serve at once.
-func Open(opts eventlog.Options, cat *catalog.Catalog) (c *Core, err error) {
+// their stored watermark and version require), and builds the commands from
+// cfg. The models are current when it returns, so a caller may serve at once.
+func Open(opts eventlog.Options, cfg Config) (c *Core, err error) {
+	cat := cfg.Catalog
 	if cat == nil {
 		cat = catalog.Default()
 	}
@@ -61,7 +71,7 @@ func Open(opts eventlog.Options, cat *catalog.Catalog) (c *Core, err error) {
 	}
 	ids, missions, game := c.Identities.Decisions(), c.Missions.Decisions(), c.GameState.Decisions()
 	c.Identity, err = commands.NewIdentity(commands.IdentityOptions{
-		Log: l, NodeKey: opts.Key, Identities: ids, Controllers: ids, Catalog: cat,
+		Log: l, NodeKey: opts.Key, Identities: ids, Controllers: ids, Catalog: cat, Governs: cfg.Governs,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("identity commands: %w", err)
