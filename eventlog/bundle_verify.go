@@ -27,6 +27,11 @@ type BundleReport struct {
 // root hash, tip hash and generated_at. It reads the bundle as a stream and holds a
 // bounded number of events in memory. A fault in an event is a *ChainError naming
 // its seq; a fault in the frame is a *ChainError with Seq 0 and ErrBadBundle.
+//
+// Only the bundle's values count: every signed byte is recomputed as JCS from
+// them, so any faithful copy (pretty-printed, members in another order, strings
+// re-escaped, numbers written another way) verifies as the original does, and
+// fails at the same seq when a value was changed.
 func VerifyBundle(ctx context.Context, r io.Reader, progress func(seq uint64)) (BundleReport, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
@@ -64,17 +69,17 @@ func VerifyBundle(ctx context.Context, r io.Reader, progress func(seq uint64)) (
 				return BundleReport{}, bad("field %s: %v", key, err)
 			}
 		case key == "event_count":
-			var n json.Number
-			if err := dec.Decode(&n); err != nil {
-				return BundleReport{}, bad("field event_count: %v", err)
-			}
-			v, err := strconv.ParseUint(n.String(), 10, 64)
+			v, err := decodeWhole(dec)
 			if err != nil {
 				return BundleReport{}, bad("field event_count: %v", err)
 			}
 			count = &v
 		case key == "events":
-			cursor = newChainCursor(rep.NodeDID, nil)
+			// The chain's key is the one its genesis event names, wherever the
+			// frame's node_did stands: members may come in any order, and the
+			// outcome must not depend on it. The frame is checked against the
+			// chain once both are read.
+			cursor = newChainCursor("", nil)
 			if err := verifyBundleEvents(ctx, dec, cursor, progress); err != nil {
 				return BundleReport{}, err
 			}
@@ -126,15 +131,14 @@ func verifyBundleEvents(ctx context.Context, dec *json.Decoder, c *chainCursor, 
 	if err := expectDelim(dec, '['); err != nil {
 		return chainErr(ErrBadBundle, 0, "events: %v", err)
 	}
-	var first *Event
 	var pending *link
 	var countRead uint64 // read only by the goroutine that decodes
 	read := func() *link {
 		if !dec.More() {
 			return nil
 		}
-		ev := &Event{}
-		if err := dec.Decode(ev); err != nil {
+		ev, err := decodeBundleEvent(dec)
+		if err != nil {
 			return &link{err: chainErr(ErrBrokenChain, countRead+1, "event does not decode: %v", err)}
 		}
 		countRead++
@@ -149,10 +153,7 @@ func verifyBundleEvents(ctx context.Context, dec *json.Decoder, c *chainCursor, 
 	if pending.ev == nil {
 		return pending.err
 	}
-	first = pending.ev
-	if c.did == "" {
-		c.did = first.NodeDID
-	}
+	c.did = pending.ev.NodeDID
 	pub, err := PublicKeyFromDID(c.did)
 	if err != nil {
 		return chainErr(ErrBadBundle, 0, "node_did: %v", err)
@@ -173,6 +174,99 @@ func verifyBundleEvents(ctx context.Context, dec *json.Decoder, c *chainCursor, 
 		return chainErr(ErrBadBundle, 0, "events: %v", err)
 	}
 	return nil
+}
+
+// An event's members, as bits of a set.
+const (
+	fieldID = 1 << iota
+	fieldSeq
+	fieldType
+	fieldTimestamp
+	fieldPrevHash
+	fieldNodeDID
+	fieldPayload
+	fieldSignature
+)
+
+var eventFieldNames = [...]string{"id", "seq", "type", "timestamp", "prev_hash", "node_did", "payload", "signature"}
+
+// decodeBundleEvent reads one event of a bundle by its values, so that any
+// faithful copy of the bundle decodes to the same event: members in any order,
+// any whitespace, any escapes. Each member must appear once under its exact
+// name (encoding/json would match "Seq" or "SEQ" to a struct field, and take
+// the last of two "seq"s), and no other member may appear: the signed bytes are
+// the JCS of every member but id and signature, so an extra or renamed member
+// would be outside what the signature covers.
+func decodeBundleEvent(dec *json.Decoder) (*Event, error) {
+	if err := expectDelim(dec, '{'); err != nil {
+		return nil, err
+	}
+	ev := &Event{}
+	seen := 0
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, _ := tok.(string)
+		var bit int
+		switch key {
+		case "id":
+			bit, err = fieldID, dec.Decode(&ev.ID)
+		case "seq":
+			bit = fieldSeq
+			ev.Seq, err = decodeWhole(dec)
+		case "type":
+			bit, err = fieldType, dec.Decode(&ev.Type)
+		case "timestamp":
+			bit, err = fieldTimestamp, dec.Decode(&ev.Timestamp)
+		case "prev_hash":
+			bit, err = fieldPrevHash, dec.Decode(&ev.PrevHash)
+		case "node_did":
+			bit, err = fieldNodeDID, dec.Decode(&ev.NodeDID)
+		case "payload":
+			bit, err = fieldPayload, dec.Decode(&ev.Payload)
+		case "signature":
+			bit, err = fieldSignature, dec.Decode(&ev.Signature)
+		default:
+			return nil, fmt.Errorf("unknown field %q", key)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("field %s: %w", key, err)
+		}
+		if seen&bit != 0 {
+			return nil, fmt.Errorf("duplicate field %q", key)
+		}
+		seen |= bit
+	}
+	if err := expectDelim(dec, '}'); err != nil {
+		return nil, err
+	}
+	for i, name := range eventFieldNames {
+		if seen&(1<<i) == 0 {
+			return nil, fmt.Errorf("missing field %s", name)
+		}
+	}
+	return ev, nil
+}
+
+// decodeWhole reads a JSON number by its value: the integer that its canonical
+// form (RFC 8785) writes, so 3, 3.0 and 3e0 are all 3, as they are to any JSON
+// reader that holds numbers as doubles. A string such as "3" is not a number.
+func decodeWhole(dec *json.Decoder) (uint64, error) {
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return 0, err
+	}
+	canon, err := canonicalJSON(raw)
+	if err != nil {
+		return 0, err
+	}
+	v, err := strconv.ParseUint(string(canon), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s is not a whole number", raw)
+	}
+	return v, nil
 }
 
 func expectDelim(dec *json.Decoder, d json.Delim) error {

@@ -3,7 +3,10 @@ package eventlog
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"math/rand/v2"
 	"os"
 	"testing"
 )
@@ -64,4 +67,99 @@ func FuzzVerifyBundle(f *testing.F) {
 			t.Fatal("unreachable")
 		}
 	})
+}
+
+// FuzzReserializedBundle re-serialises a valid bundle by fuzzed choices (indent,
+// key order, escapes, number form, stray whitespace) and requires the copy to
+// verify to the same chain; and, when the fuzzer also picks a tamper (a payload
+// value, a signature, a prev_hash) and a seq, requires the copy to fail at that
+// seq. The tamper changes a value, not bytes, so it holds whatever the writing.
+func FuzzReserializedBundle(f *testing.F) {
+	l := openMem(f, Options{})
+	mustAppend(f, l,
+		draft("mission.created", "title", "Convoy éscort — zone 7 🚀 </script> & \u2028", "n", 9007199254740991,
+			"neg", -42, "frac", 0.1, "exp", 1e21, "big", uint64(1)<<63, "nested", map[string]any{"z": []any{true, nil, "\x01\x7f/"}, "€": 1, "a": "\"q\"\\"}),
+		draft("mission.accepted", "claimer", "enforcer-one", "empty", map[string]any{}, "list", []any{}),
+		draft("test.numbered", "n", 4),
+	)
+	var buf bytes.Buffer
+	want, err := l.WriteBundle(context.Background(), &buf, BundleHeader{}, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	bundle := buf.Bytes()
+	f.Add(uint8(0), uint64(0), uint8(0), uint8(0))
+	f.Add(uint8(0b0101_0101), uint64(1), uint8(0), uint8(0))
+	f.Add(uint8(0b1111_1111), uint64(7), uint8(1), uint8(0))
+	f.Add(uint8(0b0010_0110), uint64(42), uint8(2), uint8(2))
+	f.Add(uint8(0b1001_1011), uint64(3), uint8(3), uint8(3))
+	f.Fuzz(func(t *testing.T, choice uint8, seed uint64, tamper, at uint8) {
+		doc, err := decodeOrdered(bundle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rnd := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+		re := reencoding{
+			indent:  [...]string{"", "  ", "    ", "\t"}[choice&3],
+			colon:   [...]string{"", " "}[seed>>1&1],
+			comma:   [...]string{"", " "}[seed>>2&1],
+			keys:    [...]keyOrder{keysAsWritten, keysReversed, keysShuffled, keysShuffled}[choice>>2&3],
+			escape:  escapeMode(choice >> 4 & 3),
+			numbers: numberForm(choice >> 6 & 1),
+			upper:   choice>>7 == 1,
+			noise:   seed&1 == 1,
+			rnd:     rnd,
+		}
+		events := doc.member("events").elems
+		seq := 1 + int(at)%len(events)
+		ev := events[seq-1]
+		switch tamper % 4 {
+		case 1:
+			changeValue(ev.member("payload"))
+		case 2:
+			sig := ev.member("signature")
+			b, err := base64.StdEncoding.DecodeString(sig.text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[int(seed%64)] ^= 1 << (seed >> 6 % 8)
+			sig.text = base64.StdEncoding.EncodeToString(b)
+		case 3:
+			prev := ev.member("prev_hash")
+			prev.text = map[bool]string{true: "1", false: "0"}[prev.text[0] == '0'] + prev.text[1:]
+		}
+		written := re.encode(doc)
+		rep, err := VerifyBundle(context.Background(), bytes.NewReader(written), nil)
+		if tamper%4 == 0 {
+			if err != nil || rep.TipHash != want.TipHash || rep.RootHash != want.RootHash || rep.EventCount != want.EventCount {
+				t.Fatalf("a faithful copy does not verify to the same chain: %+v, %v\n%s", rep, err, written)
+			}
+			return
+		}
+		var ce *ChainError
+		if !errors.As(err, &ce) || !errors.Is(err, ErrBrokenChain) || ce.Seq != uint64(seq) {
+			t.Fatalf("tamper %d at seq %d: err = %v\n%s", tamper%4, seq, err, written)
+		}
+	})
+}
+
+// changeValue changes the first value in n to a different one of the same
+// shape, or adds a member to an empty object.
+func changeValue(n *jsonNode) {
+	switch {
+	case (n.kind == '{' || n.kind == '[') && len(n.elems) > 0:
+		changeValue(n.elems[0])
+	case n.kind == '{':
+		n.keys, n.elems = []string{"x"}, []*jsonNode{{kind: '0', text: "1"}}
+	case n.kind == '[':
+		n.elems = []*jsonNode{{kind: '0', text: "1"}}
+	case n.kind == '"':
+		n.text += "!"
+	case n.kind == '0':
+		n.text = map[bool]string{true: "54321", false: "12345"}[n.text == "12345"]
+	case n.text == "true":
+		n.text = "false"
+	default: // false or null
+		n.text = "true"
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -130,4 +131,27 @@ func TestGoldenIndependent(t *testing.T) {
 	if b["chain_tip_hash"] != prev || b["event_count"] != float64(3) {
 		t.Errorf("bundle tip/count = %v/%v", b["chain_tip_hash"], b["event_count"])
 	}
+}
+
+// TestGoldenBundleCopies verifies the golden bundle and every re-serialisation
+// of it (reserialize_test.go), and requires a one-letter change of event 2's
+// payload to fail at seq 2 in each.
+func TestGoldenBundleCopies(t *testing.T) {
+	golden, err := os.ReadFile("testdata/golden/bundle.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eachCopy(t, golden, func(t *testing.T, b []byte) {
+		rep, err := VerifyBundle(context.Background(), bytes.NewReader(b), nil)
+		if err != nil || rep.EventCount != 3 || rep.NodeDID != "did:key:z6Mkr63RvbFAA3jigzUeQrfzqu2qFPJnqh95zqHHUkU7RQjh" {
+			t.Fatalf("golden copy: %+v, %v", rep, err)
+		}
+	})
+	tampered := bytes.Replace(golden, []byte("Survey"), []byte("Surfey"), 1)
+	eachCopy(t, tampered, func(t *testing.T, b []byte) {
+		var ce *ChainError
+		if _, err := VerifyBundle(context.Background(), bytes.NewReader(b), nil); !errors.As(err, &ce) || ce.Seq != 2 {
+			t.Fatalf("err = %v, want broken chain at seq 2", err)
+		}
+	})
 }

@@ -1,11 +1,11 @@
 package eventlog
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"sync"
@@ -134,15 +134,52 @@ func checkLink(ev *Event, seq uint64, prev string, prevMicros int64, did string)
 	return micros, nil
 }
 
+// checkGenesis requires the first event to be a genesis event that names the
+// chain's key and node. It reads the payload's values, never its bytes: a copy of
+// the event written with other whitespace, key order or escapes (a bundle piped
+// through a pretty-printer) holds the same values under the same signature, and
+// must verify the same way.
 func checkGenesis(ev *Event, pub ed25519.PublicKey) error {
 	if ev.Type != TypeGenesis {
 		return fmt.Errorf("first event has type %q, want %s", ev.Type, TypeGenesis)
 	}
-	want := fmt.Sprintf(`"public_key":"%s"`, base64.StdEncoding.EncodeToString(pub))
-	if !bytes.Contains(ev.Payload, []byte(want)) {
+	fields, err := payloadStrings(ev.Payload, "public_key", "node_did")
+	if err != nil {
+		return fmt.Errorf("genesis payload: %w", err)
+	}
+	if fields[0] != base64.StdEncoding.EncodeToString(pub) {
 		return fmt.Errorf("genesis payload does not carry the node's public key")
 	}
+	if fields[1] != ev.NodeDID {
+		return fmt.Errorf("genesis payload names node %q, the event's node_did is %s", fields[1], ev.NodeDID)
+	}
 	return nil
+}
+
+// payloadStrings returns the string values of the named members of a payload,
+// read from its canonical form: a member is found by its exact name (never
+// case-folded, as encoding/json matches struct fields), and a payload with a
+// duplicate name has no canonical form, so it cannot say two things at once.
+func payloadStrings(payload []byte, names ...string) ([]string, error) {
+	canon, err := canonicalPayload(payload)
+	if err != nil {
+		return nil, err
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(canon, &members); err != nil {
+		return nil, fmt.Errorf("decode payload: %w", err)
+	}
+	out := make([]string, len(names))
+	for i, name := range names {
+		raw, ok := members[name]
+		if !ok {
+			return nil, fmt.Errorf("no %s", name)
+		}
+		if err := json.Unmarshal(raw, &out[i]); err != nil || raw[0] != '"' {
+			return nil, fmt.Errorf("%s is not a string", name)
+		}
+	}
+	return out, nil
 }
 
 // verifyPipeline feeds links from next through parallel signature workers and

@@ -21,7 +21,9 @@ func (m *Main) newVerifyCommand(g *globals) *cobra.Command {
 		Long: `verify checks a chain as an observer does, trusting nothing in it: every
 event's id, signature, seq, timestamp and prev_hash link from genesis to tip,
 and for a bundle the bundle_signature over its root hash, tip hash and
-generated_at (wire.md §4).
+generated_at (wire.md §4). Only the bundle's values count, never how it is
+written: a copy that was pretty-printed, had its keys reordered or its
+characters escaped (python3 -m json.tool, jq) verifies as the original does.
 
   civnode verify bundle.json       a bundle in a file
   civnode verify -                 a bundle on stdin

@@ -56,7 +56,10 @@ if (!verify(null, Buffer.from(sealed), key, Buffer.from(bundle.bundle_signature,
   fail(0, "bundle_signature does not verify");
 
 // 2. Every event: id = sha256(U), signature over U, seq and prev_hash links.
+// Everything is checked on parsed values, never on the file's bytes, so a bundle
+// that was pretty-printed, reordered or re-escaped verifies just the same.
 let prev = "0".repeat(64);
+let prevTime = "";
 bundle.events.forEach((ev, i) => {
   const seq = i + 1;
   const { id, signature, ...unsigned } = ev;
@@ -66,7 +69,13 @@ bundle.events.forEach((ev, i) => {
   if (!verify(null, u, key, Buffer.from(signature, "base64"))) fail(seq, "signature does not verify");
   if (ev.prev_hash !== prev) fail(seq, "prev_hash does not link to the previous event");
   if (ev.node_did !== bundle.node_did) fail(seq, "node_did differs from the bundle's");
+  // Timestamps have one fixed-width layout, so string order is time order.
+  if (ev.timestamp <= prevTime) fail(seq, "timestamp does not increase");
+  // The genesis event names the key that signs the chain.
+  if (seq === 1 && (ev.type !== "node.genesis" || ev.payload?.public_key !== bundle.public_key || ev.payload?.node_did !== bundle.node_did))
+    fail(seq, "first event is not a genesis naming this node's key");
   prev = id;
+  prevTime = ev.timestamp;
 });
 const events = bundle.events;
 if (events.length === 0 || events[0].id !== bundle.chain_root_hash) fail(0, "chain_root_hash is not the genesis id");
