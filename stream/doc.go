@@ -1,4 +1,46 @@
-// Package stream will run the embedded NATS server, publish each committed event
-// and serve the WebSocket /v1/stream (wire.md §3). It imports only eventlog; it
-// arrives with the live-stream issue.
+// Package stream runs the node's embedded NATS server and publishes on it every
+// event the log commits, so that live observers (the WebSocket /v1/stream in
+// package http, NATS subscribers on a --nats-listen port or behind a leaf-node
+// link) follow the node without reading the store (wire.md §3, design.md
+// "Scale-out").
+//
+// # Subjects
+//
+// Every subject is under civnode.<node DID>; a did:key holds no '.', '*', '>'
+// or space, so the DID is one subject token.
+//
+//	civnode.<node>.events.<type>  one message per committed event, in seq order:
+//	                              data = the event JSON exactly as stored
+//	                              (eventlog.Event.Raw), header Civnode-Seq =
+//	                              the decimal seq
+//	civnode.<node>.exports        one ExportNotice JSON per sealed export
+//
+// Event types are dot-separated tokens, so the type filter of eventlog
+// ("mission.*": every type that starts with "mission.", at any depth) is the
+// NATS subject civnode.<node>.events.mission.> exactly.
+//
+// # The log stays the system of record
+//
+// Publish is the log's OnCommit hook. It runs on the commit path after the
+// fsync, so it only hands messages to the in-process connection's buffer and
+// never waits for a subscriber; a NATS error is logged and counted, never
+// returned, because a NATS hiccup must not fail the log. What NATS fails to
+// carry is still in the log, from which an observer replays (GET /v1/events,
+// /v1/stream?after_seq=). One in-process connection publishes, in commit order,
+// so every subscriber sees seq order.
+//
+// A Subscription cannot hold a gap: when its buffer is full as an event
+// arrives, or when NATS itself drops messages on the way to it, it is ended
+// with ErrSlowConsumer instead, and its consumer resumes from the log after the
+// last seq it saw.
+//
+// # Listeners
+//
+// By default the server opens no TCP port: the node publishes and subscribes
+// through in-process connections (nats.InProcessServer). Options.Listen opens a
+// NATS client port; Options.LeafURL solicits a leaf-node link to an existing
+// NATS server or cluster, which then carries the node's subjects to its own
+// subscribers. The server cannot call back when a leaf link goes up or down, so
+// the package polls its leaf connections (Options.LeafPoll, default every
+// second) and reports each change to Options.OnPeer.
 package stream

@@ -1,0 +1,152 @@
+package stream_test
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/civnode/civnode/stream"
+	"github.com/civnode/civnode/stream/streamtest"
+)
+
+// peers records OnPeer calls.
+type peers struct {
+	mu      sync.Mutex
+	changes []stream.PeerChange
+}
+
+func (p *peers) add(c stream.PeerChange) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.changes = append(p.changes, c)
+}
+
+func (p *peers) list() []stream.PeerChange {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]stream.PeerChange(nil), p.changes...)
+}
+
+// A node that joins a real, separate nats-server as a leaf node carries its
+// events there, in order, for observers subscribed at the hub; the link going
+// up, down and up again is reported to OnPeer, without credentials.
+func TestLeafNodeCarriesEventsToHub(t *testing.T) {
+	hub := streamtest.StartHub(t)
+	var p peers
+	leafURL := strings.Replace(hub.LeafURL, "nats://", "nats://user:s3cret@", 1)
+	n := newNode(t, stream.Options{LeafURL: leafURL, OnPeer: p.add, LeafPoll: 20 * time.Millisecond, Listen: "127.0.0.1:0"})
+	waitFor(t, "the leaf link to come up", func() bool { return len(p.list()) == 1 })
+	up := p.list()[0]
+	hubAddr := strings.TrimPrefix(hub.LeafURL, "nats://")
+	if !up.Connected || up.Kind != "leaf" || up.Remote != hubAddr || up.Name == "" || up.ServerID != up.Name {
+		t.Fatalf("link up reported as %+v; want connected leaf to %s with the hub's id as name", up, hubAddr)
+	}
+	st := n.st.Status()
+	if len(st.Leafs) != 1 || !st.Leafs[0].Connected || st.Leafs[0].Remote != hubAddr {
+		t.Fatalf("status leafs %+v", st.Leafs)
+	}
+
+	nc, err := nats.Connect(hub.ClientURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	sub, err := nc.SubscribeSync("civnode." + n.did + ".events.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// The hub's interest travels over the link; events published before it
+	// arrives are not forwarded, so publish probes until one gets through.
+	var first uint64
+	waitFor(t, "the hub's subscription to reach the node", func() bool {
+		ev := n.appendN(t, "test.probe", 1)[0]
+		m, err := sub.NextMsg(100 * time.Millisecond)
+		if err != nil {
+			return false
+		}
+		first, _ = strconv.ParseUint(m.Header.Get(stream.HeaderSeq), 10, 64)
+		_ = ev
+		return true
+	})
+	// Drain probes that were in flight, then check order on a fresh run.
+	tip := n.log.Tip().Seq
+	for first < tip {
+		m, err := sub.NextMsg(30 * time.Second)
+		if err != nil {
+			t.Fatalf("probe after seq %d: %v", first, err)
+		}
+		first, _ = strconv.ParseUint(m.Header.Get(stream.HeaderSeq), 10, 64)
+	}
+	evs := n.appendN(t, "test.via_leaf", 50)
+	for i, ev := range evs {
+		m, err := sub.NextMsg(30 * time.Second)
+		if err != nil {
+			t.Fatalf("hub got %d of %d events: %v", i, len(evs), err)
+		}
+		if got := m.Header.Get(stream.HeaderSeq); got != strconv.FormatUint(ev.Seq, 10) || string(m.Data) != string(ev.Raw()) {
+			t.Fatalf("hub message %d: seq %s, want %d", i, got, ev.Seq)
+		}
+	}
+
+	// What anyone publishes at the hub on the node's subjects reaches the
+	// node's server (a local client sees it) but never the node's own
+	// subscribers, which feed the WebSocket observers.
+	inproc, err := n.st.Subscribe("", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inproc.Close()
+	local, err := nats.Connect("nats://" + n.st.Status().NATS.Listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	seen, err := local.SubscribeSync("civnode." + n.did + ".events.forged.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := local.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a message published at the hub to reach the node's server", func() bool {
+		if err := nc.PublishMsg(&nats.Msg{Subject: stream.EventSubject(n.did, "forged.event"),
+			Header: nats.Header{stream.HeaderSeq: {"999999"}}, Data: []byte(`{"forged":true}`)}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := seen.NextMsg(100 * time.Millisecond)
+		return err == nil
+	})
+	real := n.appendN(t, "test.real", 1)[0]
+	if m := receive(t, inproc, 1)[0]; m.Seq != real.Seq {
+		t.Fatalf("the node's subscriber got %s (seq %d) before the real seq %d: the hub injected an event", m.Type, m.Seq, real.Seq)
+	}
+
+	hub.Stop()
+	waitFor(t, "the leaf link to be reported down", func() bool { return len(p.list()) == 2 })
+	down := p.list()[1]
+	if down.Connected || down.Remote != up.Remote || down.Name != up.Name {
+		t.Fatalf("link down reported as %+v after %+v", down, up)
+	}
+	if st := n.st.Status(); len(st.Leafs) != 1 || st.Leafs[0].Connected {
+		t.Fatalf("status leafs while the hub is down: %+v", st.Leafs)
+	}
+	n.appendN(t, "test.hub_down", 3) // the log does not care
+
+	hub.Restart()
+	waitFor(t, "the leaf link to come back", func() bool { return len(p.list()) == 3 })
+	if again := p.list()[2]; !again.Connected || again.Remote != up.Remote {
+		t.Fatalf("link back reported as %+v", again)
+	}
+	for _, c := range p.list() {
+		if strings.Contains(c.Remote+c.Name+c.ServerID, "s3cret") {
+			t.Fatalf("a peer change carries the URL's password: %+v", c)
+		}
+	}
+}

@@ -1,0 +1,56 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+)
+
+// natsLogger hands the NATS server's log to slog. Its notices (start-up
+// banner, connections) are debug: the node logs what an operator needs (the
+// listener, leaf links going up and down) itself. A fatal message is also kept,
+// because NATS only logs a listen failure and Start must return it.
+type natsLogger struct {
+	log *slog.Logger
+
+	mu        sync.Mutex
+	lastFatal string
+}
+
+func (l *natsLogger) Noticef(format string, v ...any) { l.emit(slog.LevelDebug, format, v) }
+func (l *natsLogger) Warnf(format string, v ...any) {
+	level := slog.LevelWarn
+	if strings.HasPrefix(format, "Plaintext passwords detected") {
+		// The one password is the in-process connections', made for this run
+		// and held only in memory (natsUsers): nothing to hash.
+		level = slog.LevelDebug
+	}
+	l.emit(level, format, v)
+}
+func (l *natsLogger) Errorf(format string, v ...any) { l.emit(slog.LevelError, format, v) }
+func (l *natsLogger) Debugf(format string, v ...any) { l.emit(slog.LevelDebug, format, v) }
+func (l *natsLogger) Tracef(format string, v ...any) { l.emit(slog.LevelDebug, format, v) }
+
+// Fatalf must not exit: the node, not NATS, decides when the process ends.
+func (l *natsLogger) Fatalf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	l.mu.Lock()
+	l.lastFatal = msg
+	l.mu.Unlock()
+	l.log.Error("nats: " + msg)
+}
+
+func (l *natsLogger) fatal() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastFatal
+}
+
+func (l *natsLogger) emit(level slog.Level, format string, v []any) {
+	if !l.log.Enabled(context.Background(), level) {
+		return
+	}
+	l.log.Log(context.Background(), level, "nats: "+fmt.Sprintf(format, v...))
+}

@@ -1,0 +1,333 @@
+package stream
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// Options configures Start.
+type Options struct {
+	// NodeDID names the node; subjects are civnode.<NodeDID>.… and it is also
+	// the embedded server's name, which a leaf hub shows for the link. Required.
+	NodeDID string
+	// Listen is host:port for a NATS client listener (serve --nats-listen); port
+	// 0 picks a free port. "" opens none: only in-process connections.
+	Listen string
+	// LeafURL joins an existing NATS server or cluster as a leaf node (serve
+	// --nats-leaf nats://[user:password@]host:port); "" none. The server
+	// redials a lost link for as long as it runs, with NATS's own back-off.
+	LeafURL string
+	// OnPeer, if set, is called when a leaf link goes up or down, on the leaf
+	// poller's goroutine (never on the commit path), one change at a time.
+	OnPeer func(PeerChange)
+	// LeafPoll is how often the leaf links are looked at; default one second.
+	LeafPoll time.Duration
+	// Logger receives the package's messages and the NATS server's warnings and
+	// errors (its notices at debug level); default slog.Default().
+	Logger *slog.Logger
+}
+
+// maxPayload bounds one NATS message. An event is at most the HTTP body limit
+// (1 MiB) plus its envelope, above NATS's default of 1 MiB, so the bound is
+// raised; a leaf hub applies its own max_payload to what it forwards.
+const maxPayload = 8 << 20
+
+// readyTimeout bounds the wait for the embedded server to start.
+const readyTimeout = 10 * time.Second
+
+// Server is the embedded NATS server with its in-process connections: pub
+// publishes the node's events and export notices, sub carries the in-process
+// subscriptions, so that NATS closing a subscriber's connection as a slow
+// consumer never touches publication.
+type Server struct {
+	did        string
+	log        *slog.Logger
+	ns         *server.Server
+	pub, sub   *nats.Conn
+	started    time.Time
+	leafRemote string // LeafURL's host:port, without credentials; "" without a leaf
+
+	published, publishErrors, slowDrops atomic.Uint64
+
+	mu     sync.Mutex
+	closed bool
+	subs   map[*nats.Subscription]*Subscription
+	leafs  map[uint64]PeerChange // the leaf links that are up, by NATS connection id
+
+	stopPoll  chan struct{}
+	pollDone  chan struct{}
+	closeOnce sync.Once
+}
+
+// Start runs the embedded NATS server and connects to it in process. It returns
+// once the server is ready and, with Listen, its port is open.
+func Start(opts Options) (*Server, error) {
+	if opts.NodeDID == "" || strings.ContainsAny(opts.NodeDID, ".*> \t\r\n") {
+		return nil, fmt.Errorf("start nats: node did %q is not one subject token", opts.NodeDID)
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	logger = logger.With("component", "nats")
+	poll := opts.LeafPoll
+	if poll <= 0 {
+		poll = time.Second
+	}
+	so := &server.Options{
+		ServerName: opts.NodeDID,
+		// The node owns the process's signals; NATS must not install handlers.
+		NoSigs:     true,
+		DontListen: true,
+		MaxPayload: maxPayload,
+	}
+	password, err := natsUsers(so)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Listen != "" {
+		host, port, err := splitListen(opts.Listen)
+		if err != nil {
+			return nil, err
+		}
+		so.DontListen, so.Host, so.Port = false, host, port
+	}
+	s := &Server{
+		did:      opts.NodeDID,
+		log:      logger,
+		subs:     map[*nats.Subscription]*Subscription{},
+		leafs:    map[uint64]PeerChange{},
+		stopPoll: make(chan struct{}),
+		pollDone: make(chan struct{}),
+	}
+	if opts.LeafURL != "" {
+		u, err := parseLeafURL(opts.LeafURL)
+		if err != nil {
+			return nil, err
+		}
+		so.LeafNode.Remotes = []*server.RemoteLeafOpts{{URLs: []*url.URL{u}}}
+		s.leafRemote = u.Host
+	}
+	ns, err := server.NewServer(so)
+	if err != nil {
+		return nil, fmt.Errorf("start nats: %w", err)
+	}
+	if err := exportNodeSubjects(ns, opts.NodeDID); err != nil {
+		return nil, err
+	}
+	nl := &natsLogger{log: logger}
+	ns.SetLoggerV2(nl, false, false, false)
+	ns.Start()
+	if err := waitReady(ns, nl); err != nil {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		return nil, err
+	}
+	s.ns, s.started = ns, time.Now().UTC()
+	if s.pub, err = s.connect(publisherName, password); err == nil {
+		s.sub, err = s.connect(subscriberName, password)
+	}
+	if err != nil {
+		s.shutdown()
+		return nil, err
+	}
+	go s.pollLeafs(poll, opts.OnPeer)
+	return s, nil
+}
+
+// splitListen parses --nats-listen. NATS reads port 0 as its default 4222, so
+// a free port is asked for with its RANDOM_PORT.
+func splitListen(listen string) (string, int, error) {
+	host, p, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", 0, fmt.Errorf("nats listen address %q: %w", listen, err)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("nats listen address %q: bad port", listen)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	return host, port, nil
+}
+
+// parseLeafURL checks a --nats-leaf URL. Credentials in it are passed to NATS
+// but never logged, reported or written to the chain.
+func parseLeafURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url's error quotes the URL, credentials and all.
+		return nil, errors.New("nats leaf url: not a URL")
+	}
+	switch u.Scheme {
+	case "nats", "tls", "ws", "wss":
+	default:
+		return nil, fmt.Errorf("nats leaf url: scheme %q: want nats, tls, ws or wss", u.Scheme)
+	}
+	if u.Hostname() == "" {
+		return nil, errors.New("nats leaf url: no host")
+	}
+	return u, nil
+}
+
+// Names of the in-process connections, which a leaf hub or a connz also show.
+const (
+	publisherName  = "civnode-publisher"
+	subscriberName = "civnode-subscribers"
+)
+
+// nodeUser is the user of the node's in-process connections, and
+// nodeAccount their NATS account.
+const (
+	nodeUser    = "civnode"
+	nodeAccount = "CIVNODE"
+)
+
+// natsUsers keeps the node's subjects the node's. Its in-process connections
+// log in as nodeUser, with a password made for this run that only this process
+// knows, into an account of their own, which exports the node's subjects to
+// the global account where every other client lives: a --nats-listen client
+// (the no-auth user) and the leaf link to a hub. An export flows one way, so
+// nothing published in the global account, by a client or by the hub, ever
+// reaches the node's own subscribers. The no-auth user may subscribe to
+// anything and publish nothing under civnode.>, so that it cannot pass for
+// this node or another on a hub either.
+func natsUsers(so *server.Options) (string, error) {
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("start nats: password: %w", err)
+	}
+	password := hex.EncodeToString(b[:])
+	acc := server.NewAccount(nodeAccount)
+	so.Accounts = []*server.Account{acc}
+	so.Users = []*server.User{
+		{Username: nodeUser, Password: password, Account: acc},
+		{Username: "observer", Permissions: &server.Permissions{
+			Publish: &server.SubjectPermission{Deny: []string{"civnode.>"}},
+		}},
+	}
+	so.NoAuthUser = "observer"
+	return password, nil
+}
+
+// exportNodeSubjects makes the node account's subjects visible in the global
+// account (see natsUsers).
+func exportNodeSubjects(ns *server.Server, did string) error {
+	acc, err := ns.LookupAccount(nodeAccount)
+	if err != nil {
+		return fmt.Errorf("start nats: %w", err)
+	}
+	subjects := "civnode." + did + ".>"
+	if err := acc.AddStreamExport(subjects, nil); err != nil {
+		return fmt.Errorf("start nats: export subjects: %w", err)
+	}
+	if err := ns.GlobalAccount().AddStreamImport(acc, subjects, ""); err != nil {
+		return fmt.Errorf("start nats: import subjects: %w", err)
+	}
+	return nil
+}
+
+// waitReady waits for the server to be ready, or for the fatal error that
+// means it never will be (a listen address in use), which NATS only logs.
+func waitReady(ns *server.Server, nl *natsLogger) error {
+	deadline := time.Now().Add(readyTimeout)
+	for !ns.ReadyForConnections(25 * time.Millisecond) {
+		if msg := nl.fatal(); msg != "" {
+			// NATS's messages start with a capital, errors here do not.
+			return fmt.Errorf("start nats: %s", strings.ToLower(msg[:1])+msg[1:])
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("start nats: not ready after %s", readyTimeout)
+		}
+	}
+	return nil
+}
+
+// connect opens an in-process connection. It never reconnects: the server it
+// talks to lives and dies with this process.
+func (s *Server) connect(name, password string) (*nats.Conn, error) {
+	nc, err := nats.Connect("", nats.InProcessServer(s.ns), nats.Name(name), nats.NoReconnect(),
+		nats.UserInfo(nodeUser, password),
+		nats.ErrorHandler(s.onAsyncError),
+		nats.DisconnectErrHandler(s.onDisconnect))
+	if err != nil {
+		return nil, fmt.Errorf("connect to nats in process: %w", err)
+	}
+	return nc, nil
+}
+
+// onAsyncError learns of messages NATS dropped on their way to a
+// subscription; the subscription now has a gap, so it ends.
+func (s *Server) onAsyncError(_ *nats.Conn, ns *nats.Subscription, err error) {
+	if ns == nil {
+		s.log.Warn("nats connection error", "err", err)
+		return
+	}
+	s.mu.Lock()
+	sub := s.subs[ns]
+	s.mu.Unlock()
+	if sub != nil {
+		s.log.Warn("nats dropped messages for a stream subscription; ending it", "err", err)
+		sub.end(ErrSlowConsumer)
+	}
+}
+
+// onDisconnect: an in-process connection lost outside Close. For the
+// subscriber connection that means the server judged it a slow consumer and
+// messages were lost, so every subscription ends; for the publisher, events
+// are no longer published until restart, which Status shows in its counters.
+func (s *Server) onDisconnect(nc *nats.Conn, err error) {
+	if s.isClosed() {
+		return
+	}
+	s.log.Error("in-process nats connection lost", "conn", nc.Opts.Name, "err", err)
+	if nc.Opts.Name == subscriberName {
+		s.endAll(ErrSlowConsumer)
+	}
+}
+
+// Close ends every subscription with ErrClosed, flushes what was published to
+// the server (and from there to a leaf hub, as far as the link takes it) and
+// stops the server. A leaf link closed here is not reported to OnPeer: the
+// node is stopping. Publish after Close does nothing.
+func (s *Server) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		s.endAll(ErrClosed)
+		close(s.stopPoll)
+		<-s.pollDone
+		if ferr := s.pub.FlushTimeout(2 * time.Second); ferr != nil {
+			err = fmt.Errorf("close nats: flush: %w", ferr)
+		}
+		s.shutdown()
+	})
+	return err
+}
+
+func (s *Server) shutdown() {
+	if s.pub != nil {
+		s.pub.Close()
+	}
+	if s.sub != nil {
+		s.sub.Close()
+	}
+	s.ns.Shutdown()
+	s.ns.WaitForShutdown()
+}
