@@ -28,6 +28,8 @@ type BundleSummary struct {
 	RootHash    string
 	TipHash     string
 	EventCount  uint64
+	// Signature is the bundle_signature: standard base64 of the seal.
+	Signature string
 }
 
 // WriteBundle streams the whole chain up to the current tip as a signed export
@@ -54,6 +56,7 @@ func (l *Log) WriteBundle(ctx context.Context, w io.Writer, h BundleHeader, prog
 		EventCount:  tip.Seq,
 	}
 	sig := ed25519.Sign(l.key, sealedBytes(s.RootHash, s.TipHash, s.GeneratedAt))
+	s.Signature = base64.StdEncoding.EncodeToString(sig)
 
 	bw := bufio.NewWriterSize(w, 64<<10)
 	head, _ := json.Marshal(struct {

@@ -25,8 +25,8 @@
 // token by id ("owner" or "tok_…") and is what audit entries record as actor
 // "token:<id>". The route table decides by kind alone: routeOwner routes (audit,
 // admin) refuse every other token with 403 "forbidden", and an observer token gets
-// 403 everywhere but on routeObserver routes (the event log and its export) and
-// health. Which identities an agent token may act for is for the commands to
+// 403 everywhere but on routeObserver routes (the event log, its export and
+// the stream) and health. Which identities an agent token may act for is for the commands to
 // decide. A request that fails authentication gets 401 "unauthorized"; failures
 // are recorded as audit action auth.failed with actor "anonymous" and detail
 // {"path","remote"}, at most one per second with a burst of five so a flood of bad
@@ -69,6 +69,22 @@
 // write must make progress within exportWriteIdle. The server bounds header and
 // body reads (ReadHeaderTimeout, ReadTimeout), idle connections and header size.
 // Every bound is listed in docs/limits.md.
+//
+// # Live stream
+//
+// With Options.Stream (the node's embedded NATS server) GET /v1/stream is a
+// WebSocket (stream.go) on which each committed event is one text message, its
+// stored JSON and "\n". It is refused, as JSON, before the upgrade: bad token
+// (the header, or ?token= when there is none; the parameter is dropped from the
+// request before anything reads it), bad filter, not a WebSocket (426). With
+// since= or after_seq= the log is replayed, in pages, up to a tip read after
+// the live subscription was taken, so replay and live meet with no gap and no
+// duplicate. A client that falls a buffer behind is closed with 1008, one that
+// takes nothing for the write timeout is cut off, and Serve's shutdown closes
+// every client with 1001 and waits for them, since http.Server.Shutdown neither
+// closes nor waits for hijacked connections. Each sealed export is also
+// published as a stream.ExportNotice. GET /v1/client/network/status and the
+// network object of GET /v1/state report the NATS server (network.go).
 //
 // # Logging
 //

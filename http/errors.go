@@ -44,6 +44,7 @@ const (
 	codeUnavailable         = "unavailable"
 	codeTimeout             = "timeout"
 	codeCanceled            = "canceled"
+	codeUpgradeRequired     = "upgrade_required"
 )
 
 // Codes of the answers net/http writes itself, rewritten to JSON (protocol.go).
@@ -93,6 +94,10 @@ var (
 		Message: "no such endpoint"}
 	errMethodNotAllowed = &Error{Status: http.StatusMethodNotAllowed, Code: codeMethodNotAllowed,
 		Message: "method not allowed on this endpoint; see the Allow header"}
+	errUpgradeRequired = &Error{Status: http.StatusUpgradeRequired, Code: codeUpgradeRequired,
+		Message: "this endpoint is a WebSocket: connect with Connection: Upgrade and Upgrade: websocket"}
+	errStreamUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: codeUnavailable,
+		Message: "the live stream is not running (the node is shutting down)"}
 )
 
 // commandStatus is the status of each kind of refused command (wire.md §1).

@@ -14,6 +14,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/stream"
 )
 
 // exportSealedDetail is the detail of the export.sealed audit entry.
@@ -83,6 +84,15 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request, _ httprout
 	// The bundle is complete; record it even if the client disconnects now.
 	s.exportAudit.sealed(auditActor(actor), exportSealedDetail{
 		ExportID: summary.ExportID, EventCount: summary.EventCount, ChainTipHash: summary.TipHash})
+	// The audit coalesces a burst of exports; the notice does not, so an
+	// observer on NATS can see, and check, every bundle the node has sealed.
+	if st := s.streams.stream; st != nil {
+		st.PublishExport(stream.ExportNotice{
+			ExportID: summary.ExportID, NodeDID: s.log.NodeDID(),
+			ChainRootHash: summary.RootHash, ChainTipHash: summary.TipHash, EventCount: summary.EventCount,
+			GeneratedAt: summary.GeneratedAt, BundleSignature: summary.Signature,
+		})
+	}
 	return nil
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/civnode/civnode/commands/catalog"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/projections"
+	"github.com/civnode/civnode/stream"
 )
 
 // Options configures New. Every field but Log has a default.
@@ -61,6 +62,13 @@ type Options struct {
 	// is served. Game must install from Catalog.
 	Game      *commands.Game
 	GameState *projections.Game
+
+	// Stream is the node's embedded NATS server (package stream), whose
+	// Publish must be the log's OnCommit hook. With it the server serves the
+	// WebSocket GET /v1/stream and publishes a notice of every sealed export;
+	// without it (nil) there is no /v1/stream and the network status says
+	// NATS is not configured.
+	Stream *stream.Server
 }
 
 // DefaultPageBytes is the default of Options.PageBytes: 4 MiB bounds the memory
@@ -102,6 +110,7 @@ type Server struct {
 	catalog        *catalog.Catalog
 	game           *commands.Game
 	gameState      *projections.Game
+	streams        *streamHub // the WebSocket clients of GET /v1/stream (stream.go)
 	router         *httprouter.Router
 	handler        http.Handler
 
@@ -182,6 +191,7 @@ func New(opts Options) *Server {
 		catalog:         opts.Catalog,
 		game:            opts.Game,
 		gameState:       opts.GameState,
+		streams:         newStreamHub(opts.Stream, logger),
 		readTimeout:     readTimeout,
 		listSlots:       make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
 		writeTimeout:    responseWriteTimeout,
@@ -216,6 +226,10 @@ func (s *Server) routes() {
 	s.handle(http.MethodGet, "/v1/state", s.handleState, 0)
 	s.handle(http.MethodGet, "/v1/events", s.handleEvents, routeObserver|routeList)
 	s.handle(http.MethodGet, "/v1/events/export", s.handleExport, routeStreaming|routeObserver)
+	if s.streams.stream != nil {
+		s.handle(http.MethodGet, "/v1/stream", s.handleStream, routeStreaming|routeObserver|routeQueryToken)
+	}
+	s.handle(http.MethodGet, "/v1/client/network/status", s.handleNetworkStatus, 0)
 	s.handle(http.MethodGet, "/v1/audit", s.handleAudit, routeOwner|routeList)
 	s.adminRoutes()
 	s.civilizationRoutes()
@@ -264,6 +278,10 @@ const (
 	// routeList marks a list whose page may be as large as the byte budget; it
 	// runs in one of the server's list slots (withListSlot).
 	routeList
+	// routeQueryToken also takes the bearer token from ?token= when the request
+	// has no Authorization header (wire.md §2: browsers cannot set headers on a
+	// WebSocket). The parameter is removed before anything else sees the query.
+	routeQueryToken
 )
 
 // handle registers h. The timeout is outermost so that authentication, including
@@ -288,6 +306,9 @@ func (s *Server) handle(method, path string, h handler, flags routeFlags) {
 	}
 	if flags&routePublic == 0 {
 		next = s.requireAuth(next, flags)
+	}
+	if flags&routeQueryToken != 0 {
+		next = tokenFromQuery(next)
 	}
 	if flags&routeStreaming == 0 {
 		next = s.withTimeout(next)
@@ -344,6 +365,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("serve http: %w", err)
 	case <-ctx.Done():
 	}
+	// WebSocket streams run on hijacked connections, which Shutdown neither
+	// closes nor waits for: they are told to close (1001) first, and waited
+	// for below with the other handlers.
+	s.streams.shutdown()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {
@@ -360,7 +385,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// Abandoned handlers stop at their context's end, which has passed; wait
 	// for the last of them to leave the store.
 	left := make(chan struct{})
-	go func() { s.handlers.Wait(); close(left) }()
+	go func() { s.handlers.Wait(); s.streams.wait(); close(left) }()
 	select {
 	case <-left:
 	case <-sctx.Done():

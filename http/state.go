@@ -10,8 +10,8 @@ import (
 )
 
 // stateResponse is GET /v1/state (wire.md §6). Parts that later work fills in
-// (identity records, balances, network, brain, autonomy) are present with their
-// empty values, so clients can rely on the shape today.
+// (brain, autonomy) are present with their empty values, so clients can rely on
+// the shape today.
 type stateResponse struct {
 	Identity    stateIdentity    `json:"identity"`
 	MemoryOwner stateMemoryOwner `json:"memory_owner"`
@@ -57,15 +57,13 @@ type stateBalance struct {
 	Capacity   int64 `json:"capacity"`
 }
 
+// stateNetwork summarises GET /v1/client/network/status, which Details names
+// (stateNetworkOf in network.go).
 type stateNetwork struct {
-	Status  string    `json:"status"`
-	Peers   int       `json:"peers"`
-	NATS    stateNATS `json:"nats"`
-	Details string    `json:"details"`
-}
-
-type stateNATS struct {
-	Enabled bool `json:"enabled"`
+	Status  string      `json:"status"`
+	Peers   int         `json:"peers"`
+	NATS    networkNATS `json:"nats"`
+	Details string      `json:"details"`
 }
 
 type stateBrain struct {
@@ -106,13 +104,10 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request, _ httproute
 		Identity:    identity,
 		MemoryOwner: stateMemoryOwner{PublicKey: pub},
 		Balance:     balance,
-		Network: stateNetwork{
-			Status:  "not_configured",
-			Details: "/v1/client/network/status",
-		},
-		Brain:    stateBrain{Provider: "none"},
-		Autonomy: stateAutonomy{Constraints: []string{}},
-		Chain:    stateChain{Seq: tip.Seq, TipHash: tip.ID, RootHash: s.log.RootHash()},
+		Network:     stateNetworkOf(s.networkStatus()),
+		Brain:       stateBrain{Provider: "none"},
+		Autonomy:    stateAutonomy{Constraints: []string{}},
+		Chain:       stateChain{Seq: tip.Seq, TipHash: tip.ID, RootHash: s.log.RootHash()},
 	})
 }
 

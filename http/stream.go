@@ -1,0 +1,533 @@
+package http
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/stream"
+)
+
+// Limits of GET /v1/stream; docs/limits.md and docs/streaming.md list them.
+const (
+	// streamBuffer is how many events a client may fall behind the log before it
+	// is closed with 1008. It bounds the memory one client holds (times the
+	// event size), and at 1,000 events/s it is about a second of lag on top of
+	// what the socket buffers hold.
+	streamBuffer = 1024
+	// streamWriteTimeout bounds one message's write: a client whose connection
+	// takes nothing for this long is cut off, so a stalled TCP peer cannot hold
+	// a goroutine and a subscription for ever.
+	streamWriteTimeout = 10 * time.Second
+	// streamPingInterval and streamPongTimeout are the keepalive: a ping every
+	// interval, and a client that does not answer one within the timeout is
+	// closed. Idle proxies and NATs keep a connection with traffic every 30 s.
+	streamPingInterval = 30 * time.Second
+	streamPongTimeout  = 15 * time.Second
+	// streamReplayEvents and streamReplayBytes bound one page of a replay: the
+	// page is copied out of the store and the store's iterator released before
+	// the page is written, so a slow client never pins the store's files.
+	streamReplayEvents = 1000
+	streamReplayBytes  = 1 << 20
+	// streamReplayRounds bounds the replays of one catch-up. A round ends when
+	// the replay reaches the tip it started from; if the live subscription
+	// behind it overflowed meanwhile (the writers outran the replay), the next
+	// round resumes where the last ended under a fresh subscription. Each round
+	// is shorter than the last unless the writers are faster than the client,
+	// which is the slow consumer the limit is for.
+	streamReplayRounds = 16
+)
+
+// Close reasons (RFC 6455 §7.1.6 allows 123 bytes).
+const (
+	reasonShutdown  = "node shutting down"
+	reasonKeepalive = "keepalive: no pong in time"
+)
+
+// streamHub is the set of WebSocket clients of GET /v1/stream: it admits them,
+// counts what the stream package does not (clients cut off at the write
+// deadline), and closes them all with 1001 when Serve shuts down. WebSocket
+// connections are hijacked, so http.Server.Shutdown neither closes nor waits
+// for them; the hub does both.
+type streamHub struct {
+	stream *stream.Server // nil: the node runs without NATS and serves no stream
+	logger *slog.Logger
+
+	// Limits, fields so tests can shorten them.
+	buffer       int
+	writeTimeout time.Duration
+	pingInterval time.Duration
+	pongTimeout  time.Duration
+	replayEvents int
+	replayBytes  int
+
+	// ctx is canceled by shutdown; every client's context derives from it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	closing bool
+	clients sync.WaitGroup
+
+	// writeDrops counts clients closed because one write did not complete
+	// within writeTimeout while their subscription had not (yet) overflowed;
+	// the stream package counts those whose subscription overflowed.
+	writeDrops atomic.Uint64
+
+	// replayed, if set, is called after each round of a catch-up (tests).
+	replayed func(round int)
+}
+
+func newStreamHub(st *stream.Server, logger *slog.Logger) *streamHub {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &streamHub{
+		stream: st, logger: logger,
+		buffer: streamBuffer, writeTimeout: streamWriteTimeout,
+		pingInterval: streamPingInterval, pongTimeout: streamPongTimeout,
+		replayEvents: streamReplayEvents, replayBytes: streamReplayBytes,
+		ctx: ctx, cancel: cancel,
+	}
+}
+
+// enter admits a client unless the hub is shutting down; a client admitted
+// must call leave.
+func (h *streamHub) enter() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closing {
+		return false
+	}
+	h.clients.Add(1)
+	return true
+}
+
+func (h *streamHub) leave() { h.clients.Done() }
+
+// shutdown tells every client to close with 1001 and admits no more.
+func (h *streamHub) shutdown() {
+	h.mu.Lock()
+	h.closing = true
+	h.mu.Unlock()
+	h.cancel()
+}
+
+// wait returns once every admitted client has ended.
+func (h *streamHub) wait() { h.clients.Wait() }
+
+// tokenFromQuery moves a ?token= bearer token into the Authorization header when
+// the request has none, so that requireAuth treats both alike; the header wins
+// when both are sent. The parameter is removed from the request whatever
+// happens, so that no later reader of the URL (a log line, an error message)
+// can see it. A token given twice, or badly escaped, counts as none.
+func tokenFromQuery(next httprouter.Handle) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		token, rest, found := cutQueryToken(r.URL.RawQuery)
+		if found {
+			r = r.Clone(r.Context())
+			r.URL.RawQuery = rest
+			r.RequestURI = r.URL.RequestURI()
+			if token != "" && len(r.Header.Values("Authorization")) == 0 {
+				r.Header.Set("Authorization", "Bearer "+token)
+			}
+		}
+		next(w, r, ps)
+	}
+}
+
+// cutQueryToken removes every token pair from a raw query string, leaving the
+// other pairs exactly as sent, and returns the token when there was exactly one
+// readable one.
+func cutQueryToken(raw string) (token, rest string, found bool) {
+	if !strings.Contains(raw, "token") {
+		return "", raw, false
+	}
+	var kept []string
+	n := 0
+	for pair := range strings.SplitSeq(raw, "&") {
+		rawName, rawValue, _ := strings.Cut(pair, "=")
+		if name, err := url.QueryUnescape(rawName); err != nil || name != "token" {
+			kept = append(kept, pair)
+			continue
+		}
+		found = true
+		n++
+		v, err := url.QueryUnescape(rawValue)
+		if err != nil {
+			v = ""
+		}
+		token = v
+	}
+	if n != 1 {
+		token = ""
+	}
+	return token, strings.Join(kept, "&"), found
+}
+
+// handleStream answers GET /v1/stream: a WebSocket on which every committed
+// event is one text message, its JSON exactly as stored followed by "\n" (the
+// bytes of a GET /v1/events item), in seq order. See docs/streaming.md.
+//
+// Everything that can be refused is refused before the upgrade, as a JSON error:
+// the token (requireAuth), the filters, a request that is not a WebSocket
+// handshake. With since= or after_seq= the client first gets the log's events
+// after that point, then the live ones, with no gap and no duplicate: the
+// subscription is taken first, then the log is replayed up to a tip read after
+// it, and live events at or below that tip are skipped. Every event above it was
+// committed, and so published, after the subscription was in place (the log
+// publishes a tip before it calls OnCommit), so it arrives live.
+func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	q := r.URL.Query()
+	filter, err := queryFilter(q, "type")
+	if err != nil {
+		return err
+	}
+	since, err := querySince(q)
+	if err != nil {
+		return err
+	}
+	afterSeq, hasAfter, err := queryAfterSeq(q)
+	if err != nil {
+		return err
+	}
+	if hasAfter && !since.IsZero() {
+		return invalidField("after_seq", "give since or after_seq, not both")
+	}
+	if tip := s.log.Tip().Seq; hasAfter && afterSeq > tip {
+		return invalidField("after_seq", "after_seq %d is beyond the chain's tip, seq %d", afterSeq, tip)
+	}
+	if r.Method != http.MethodGet || !isWebSocketUpgrade(r.Header) {
+		w.Header().Set("Upgrade", "websocket")
+		return errUpgradeRequired
+	}
+	hub := s.streams
+	if !hub.enter() {
+		return errStreamUnavailable
+	}
+	defer hub.leave()
+
+	c := &streamClient{hub: hub, log: s.log, filter: filter, floor: afterSeq}
+	switch {
+	case hasAfter:
+		c.replay = true
+		if afterSeq > 0 {
+			ev, err := s.log.Event(afterSeq)
+			if err != nil {
+				return fmt.Errorf("stream: read event %d: %w", afterSeq, err)
+			}
+			c.cursor = ev.Time()
+		}
+	case !since.IsZero():
+		c.replay, c.cursor = true, since
+	}
+	if c.sub, err = hub.stream.Subscribe(filter, hub.buffer); err != nil {
+		if errors.Is(err, stream.ErrClosed) {
+			return errStreamUnavailable
+		}
+		return fmt.Errorf("stream: subscribe: %w", err)
+	}
+	defer func() { c.sub.Close() }()
+
+	// net/http's deadlines for this request stay on the connection once it is
+	// hijacked; the stream sets its own bounds (write timeout, keepalive).
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
+	// No origin check: the stream authenticates by bearer token, never by an
+	// ambient credential such as a cookie, so a page on another origin can only
+	// open it with a token it already has.
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		// Accept has answered the client (a malformed handshake).
+		s.logger.LogAttrs(r.Context(), slog.LevelDebug, "stream handshake refused", slog.String("err", err.Error()))
+		return nil
+	}
+	c.conn = conn
+	c.run()
+	return nil
+}
+
+// queryAfterSeq parses after_seq: a seq number, 0 for the whole chain.
+func queryAfterSeq(q url.Values) (seq uint64, ok bool, err error) {
+	v, err := queryValue(q, "after_seq")
+	if err != nil || v == "" {
+		return 0, false, err
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c < '0' || c > '9' || i >= 19 {
+			return 0, false, invalidField("after_seq", "after_seq must be a seq number (an integer from 0)")
+		}
+		seq = seq*10 + uint64(c-'0')
+	}
+	return seq, true, nil
+}
+
+// isWebSocketUpgrade reports whether h asks for a WebSocket (RFC 6455 §4.1);
+// the rest of the handshake is websocket.Accept's to check.
+func isWebSocketUpgrade(h http.Header) bool {
+	return headerHasToken(h, "Connection", "upgrade") && headerHasToken(h, "Upgrade", "websocket")
+}
+
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for part := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(part), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// streamClient is one WebSocket client of GET /v1/stream.
+type streamClient struct {
+	hub    *streamHub
+	log    *eventlog.Log
+	conn   *websocket.Conn
+	sub    *stream.Subscription
+	filter string
+
+	// replay is set with since= or after_seq=: the log is replayed from after
+	// cursor (the zero time: from genesis) before the live events.
+	replay bool
+	cursor time.Time
+	// floor is the highest seq the client has had, or was ever to have, from the
+	// log: live events at or below it are skipped.
+	floor uint64
+	// last is the seq of the last event written, which a client dropped as slow
+	// resumes after (after_seq=).
+	last uint64
+
+	buf  []byte    // one message, reused
+	page []byte    // one replay page: messages back to back
+	ends []pageEnd // where each message of page ends
+}
+
+// run serves the client until it goes, the subscription ends or the server shuts
+// down, then closes the connection with the status that says why.
+func (c *streamClient) run() {
+	// CloseRead reads what the client sends (pongs, its close) and ends its
+	// context once the connection is closed. It must not end with the hub:
+	// it closes the connection when its context ends, and a shutdown first
+	// sends 1001.
+	ctx, cancel := context.WithCancel(c.conn.CloseRead(context.Background()))
+	defer cancel()
+	stop := context.AfterFunc(c.hub.ctx, cancel)
+	defer stop()
+	pinged := make(chan struct{})
+	go func() { defer close(pinged); c.keepalive(ctx) }()
+	code, reason := c.serve(ctx)
+	if code != 0 {
+		_ = c.conn.Close(code, reason)
+	}
+	_ = c.conn.CloseNow()
+	<-pinged
+}
+
+// keepalive pings the client every pingInterval and closes the connection when a
+// ping goes unanswered for pongTimeout.
+func (c *streamClient) keepalive(ctx context.Context) {
+	t := time.NewTicker(c.hub.pingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, c.hub.pongTimeout)
+		err := c.conn.Ping(pctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				_ = c.conn.Close(websocket.StatusPolicyViolation, reasonKeepalive)
+			}
+			return
+		}
+	}
+}
+
+// serve writes the replay, then the live events. It returns the close status and
+// reason, or a zero status when the connection is already gone.
+func (c *streamClient) serve(ctx context.Context) (websocket.StatusCode, string) {
+	if c.replay {
+		if err := c.catchUp(ctx); err != nil {
+			return c.ended(ctx, err)
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return c.ended(ctx, ctx.Err())
+		case m, ok := <-c.sub.C():
+			// A dropped subscription is closed at once, not drained: the
+			// client is told now, and resumes from the log after c.last.
+			if err := c.sub.Err(); err != nil || !ok {
+				if err == nil {
+					err = stream.ErrClosed
+				}
+				return c.ended(ctx, err)
+			}
+			if m.Seq <= c.floor {
+				continue
+			}
+			if err := c.write(ctx, m.Raw); err != nil {
+				return c.ended(ctx, err)
+			}
+			c.last = m.Seq
+		}
+	}
+}
+
+// catchUp replays the log from c.cursor up to the tip, in rounds (see
+// streamReplayRounds), and leaves c.sub live with c.floor at the tip replayed.
+func (c *streamClient) catchUp(ctx context.Context) error {
+	for round := 1; ; round++ {
+		until := c.log.Tip().Seq
+		if err := c.replayTo(ctx, until); err != nil {
+			return err
+		}
+		c.floor = max(c.floor, until)
+		if c.hub.replayed != nil {
+			c.hub.replayed(round)
+		}
+		err := c.sub.Err()
+		if err == nil || !errors.Is(err, stream.ErrSlowConsumer) || round == streamReplayRounds {
+			return err
+		}
+		sub, err := c.hub.stream.Subscribe(c.filter, c.hub.buffer)
+		if err != nil {
+			return err
+		}
+		c.sub.Close()
+		c.sub = sub
+	}
+}
+
+// replayTo writes the matching events after c.cursor up to seq until, a page at
+// a time.
+func (c *streamClient) replayTo(ctx context.Context, until uint64) error {
+	for {
+		c.page, c.ends = c.page[:0], c.ends[:0]
+		_, err := c.log.QueryRaw(ctx, eventlog.Query{Since: c.cursor, Type: c.filter, Limit: c.hub.replayEvents, Until: until},
+			func(seq uint64, raw []byte) (bool, error) {
+				c.page = append(append(c.page, raw...), '\n')
+				c.ends = append(c.ends, pageEnd{end: len(c.page), seq: seq})
+				return len(c.page) < c.hub.replayBytes, nil
+			})
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return &replayError{fmt.Errorf("replay: %w", err)}
+		}
+		if len(c.ends) == 0 {
+			return nil
+		}
+		var msg []byte
+		start := 0
+		for _, e := range c.ends {
+			msg = c.page[start:e.end]
+			if err := c.writeMessage(ctx, msg); err != nil {
+				return err
+			}
+			c.last, start = e.seq, e.end
+		}
+		// The next page starts after the last event of this one: since= is
+		// strictly after a timestamp, and timestamps strictly increase along
+		// the chain.
+		if c.cursor, err = eventTime(msg); err != nil {
+			return &replayError{fmt.Errorf("replay: event %d: %w", c.last, err)}
+		}
+	}
+}
+
+// pageEnd is where one message of a replay page ends, and its event's seq.
+type pageEnd struct {
+	end int
+	seq uint64
+}
+
+// eventTime reads the timestamp of one stored event.
+func eventTime(raw []byte) (time.Time, error) {
+	var ev struct {
+		Timestamp string `json:"timestamp"`
+	}
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return time.Time{}, fmt.Errorf("decode timestamp: %w", err)
+	}
+	t, err := time.Parse(time.RFC3339Nano, ev.Timestamp)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("decode timestamp: %w", err)
+	}
+	return t, nil
+}
+
+// write sends one event as a text message: its stored bytes and "\n".
+func (c *streamClient) write(ctx context.Context, raw []byte) error {
+	c.buf = append(append(c.buf[:0], raw...), '\n')
+	return c.writeMessage(ctx, c.buf)
+}
+
+// writeMessage sends one message under the write timeout. A write that runs out
+// of time leaves the connection closed (websocket closes it), and reports
+// errWriteTimeout.
+func (c *streamClient) writeMessage(ctx context.Context, msg []byte) error {
+	wctx, cancel := context.WithTimeout(ctx, c.hub.writeTimeout)
+	defer cancel()
+	err := c.conn.Write(wctx, websocket.MessageText, msg)
+	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
+		return errWriteTimeout
+	}
+	return err
+}
+
+// errWriteTimeout is a message the client did not take within the write timeout.
+var errWriteTimeout = errors.New("stream: write timed out")
+
+// replayError is a failure to read the log for a replay: the node's fault, not
+// the connection's.
+type replayError struct{ err error }
+
+func (e *replayError) Error() string { return e.err.Error() }
+func (e *replayError) Unwrap() error { return e.err }
+
+// ended maps why serving stopped to the close status and reason; a zero status
+// means the connection is gone and there is no one to tell.
+func (c *streamClient) ended(ctx context.Context, err error) (websocket.StatusCode, string) {
+	switch {
+	case c.hub.ctx.Err() != nil, errors.Is(err, stream.ErrClosed):
+		return websocket.StatusGoingAway, reasonShutdown
+	case errors.Is(err, stream.ErrSlowConsumer):
+		// The stream counts this drop (Status.SlowDrops).
+		return websocket.StatusPolicyViolation, fmt.Sprintf(
+			"slow consumer: fell more than %d events behind; resume with after_seq=%d", c.hub.buffer, c.last)
+	case errors.Is(err, errWriteTimeout):
+		if !errors.Is(c.sub.Err(), stream.ErrSlowConsumer) {
+			c.hub.writeDrops.Add(1)
+		}
+		c.hub.logger.Info("stream client dropped: a write took longer than the write timeout",
+			"timeout", c.hub.writeTimeout, "last_seq", c.last)
+		return 0, ""
+	}
+	var re *replayError
+	if errors.As(err, &re) {
+		c.hub.logger.Error("stream replay failed", "last_seq", c.last, "err", err)
+		return websocket.StatusInternalError, "internal error"
+	}
+	// The client went away, or the keepalive closed it: a write failed on a
+	// closed connection, or the connection's context ended.
+	return 0, ""
+}
