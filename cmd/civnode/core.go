@@ -11,12 +11,13 @@ import (
 
 // openCore opens the node in d through core.Open, the one wiring that serve,
 // replay, the offline token commands and the tests share. A catch-up or rebuild
-// of the read models at start is logged with its progress.
-func openCore(ctx context.Context, d dataDir, key ed25519.PrivateKey, cfg core.Config, logger *slog.Logger) (*core.Core, error) {
+// of the read models at start is logged with its progress. onCommit, if not
+// nil, is the log's OnCommit hook: serve's stream publication.
+func openCore(ctx context.Context, d dataDir, key ed25519.PrivateKey, cfg core.Config, logger *slog.Logger, onCommit func([]eventlog.Event) error) (*core.Core, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	opts := eventlog.Options{OnRebuild: rebuildLogger(logger)}
+	opts := eventlog.Options{OnRebuild: rebuildLogger(logger), OnCommit: onCommit}
 	opts.Dir, opts.Key, opts.Logger = d.dbPath(), key, logger
 	c, err := core.Open(opts, cfg)
 	if err != nil {
@@ -60,5 +61,5 @@ func (d dataDir) openCore(ctx context.Context, logger *slog.Logger) (*core.Core,
 	}
 	// One-shot commands decide nothing that a catalog or the governed subnets
 	// rule; the built-in catalog will do.
-	return openCore(ctx, d, key, core.Config{}, logger)
+	return openCore(ctx, d, key, core.Config{}, logger, nil)
 }

@@ -2,21 +2,24 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/eventlog"
 	civhttp "github.com/civnode/civnode/http"
+	"github.com/civnode/civnode/stream"
 )
 
 // serveConfig is the command line of serve. Flags for features that do not
-// exist yet (--registry-url, --rate-limit, --nats-leaf in wire.md §10) are
-// added with the features.
+// exist yet (--registry-url, --rate-limit in wire.md §10) are added with the
+// features.
 type serveConfig struct {
 	dataDir string
 	addr    string
@@ -24,6 +27,10 @@ type serveConfig struct {
 	catalog string // game catalog file; "" is the built-in catalog
 	// pageBytes is the byte budget of one page of a list response.
 	pageBytes int
+	// natsListen opens a NATS client port; "" none (in-process only).
+	natsListen string
+	// natsLeaf joins a NATS server or cluster as a leaf node; "" none.
+	natsLeaf string
 }
 
 func (m *Main) newServeCommand(g *globals) *cobra.Command {
@@ -42,7 +49,18 @@ with the port resolved when --addr asks for port 0. It also serves the API on
 the unix socket control.sock in the data dir (mode 0600; replaced if a killed
 node left one, removed on a clean stop), through which the CLI reaches the
 node. Logs go to stderr. The node refuses to start when the newest events of
-its chain do not verify, and names the first bad seq.`,
+its chain do not verify, and names the first bad seq.
+
+Every committed event is published on the node's embedded NATS server, on
+civnode.<node DID>.events.<type>, which feeds GET /v1/stream; every sealed
+export is announced on civnode.<node DID>.exports (docs/streaming.md). The
+server opens no port unless --nats-listen asks for one; a client of that port
+may subscribe to anything and publish nothing under civnode.>. --nats-leaf
+joins an existing NATS server or cluster as a leaf node (the URL's leafnodes
+port, e.g. nats://hub:7422; credentials in the URL are used, never logged or
+recorded), so observers anywhere subscribe there to civnode.<node DID>.events.>.
+The link is redialled while it is down; within a second of each time it goes up
+or down, the node appends peer.connected or peer.disconnected to its chain.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := m.logger(g)
@@ -58,6 +76,8 @@ its chain do not verify, and names the first bad seq.`,
 	f.StringSliceVar(&cfg.governs, "governs", []string{"genesis"}, "subnets this node is the governance actor for, comma separated")
 	f.IntVar(&cfg.pageBytes, "page-bytes", civhttp.DefaultPageBytes, "byte `BUDGET` of one page of a list response; a page ends before the item that would pass it (docs/limits.md)")
 	f.StringVar(&cfg.catalog, "catalog", "", "game catalog JSON `FILE` (default: the catalog built into the binary; see docs/game.md)")
+	f.StringVar(&cfg.natsListen, "nats-listen", "", "open a NATS client port on `HOST:PORT` for observers (default: none, in-process only; port 0 picks a free port)")
+	f.StringVar(&cfg.natsLeaf, "nats-leaf", "", "join the NATS server or cluster at `URL` (its leafnodes port, nats://host:7422) as a leaf node")
 	return cmd
 }
 
@@ -83,7 +103,24 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	if err != nil {
 		return err
 	}
-	node, err := openCore(ctx, dir, key, core.Config{Catalog: cat, Governs: cfg.governs}, logger)
+	// Before the log: its OnCommit publishes on it. A leaf link that comes up
+	// while the log opens is queued by peers and recorded once it is open.
+	peers := newPeerRecorder(logger)
+	st, err := stream.Start(stream.Options{
+		NodeDID: eventlog.DIDKey(key.Public().(ed25519.PublicKey)),
+		Listen:  cfg.natsListen, LeafURL: cfg.natsLeaf, OnPeer: peers.note, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	closeStream := sync.OnceValue(st.Close)
+	defer func() {
+		if cerr := closeStream(); cerr != nil && err == nil {
+			err = fmt.Errorf("close nats: %w", cerr)
+		}
+	}()
+	logNATS(logger, st.Status())
+	node, err := openCore(ctx, dir, key, core.Config{Catalog: cat, Governs: cfg.governs}, logger, st.Publish)
 	var ce *eventlog.ChainError
 	if errors.Is(err, eventlog.ErrCorrupt) {
 		return fmt.Errorf("%w; the node will not start on a damaged store: restore the data dir from a backup", err)
@@ -93,12 +130,26 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	if err != nil {
 		return err
 	}
+	// Runs before the stream's own deferred close: the peer recorder stops,
+	// then NATS, then the log, so nothing is published or recorded on a
+	// closed log.
+	recordCtx, stopRecording := context.WithCancel(context.WithoutCancel(ctx))
+	recorded := make(chan struct{})
 	defer func() {
+		stopRecording()
+		<-recorded
+		if cerr := closeStream(); cerr != nil && err == nil {
+			err = fmt.Errorf("close nats: %w", cerr)
+		}
 		if cerr := node.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("close event log: %w", cerr)
 		}
 	}()
 	chain := node.Log
+	go func() {
+		defer close(recorded)
+		peers.record(recordCtx, chain)
+	}()
 
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -132,6 +183,7 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 		Catalog:    cat,
 		PageBytes:  cfg.pageBytes,
 		Logger:     logger,
+		Stream:     st,
 	})
 	logger.Info("serving", "addr", addr, "node_did", chain.NodeDID(), "data_dir", string(dir),
 		"tip_seq", chain.Tip().Seq, "version", version, "catalog_version", cat.Version)
@@ -140,7 +192,9 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 		return fmt.Errorf("print listening line: %w", err)
 	}
 
-	// Serve returns nil once ctx is done and in-flight requests have finished.
+	// Serve returns nil once ctx is done and in-flight requests have finished;
+	// the stream's WebSocket clients are closed by then, and the stream server
+	// itself is closed by the deferred function above, after node.stopped.
 	serveErr := srv.Serve(ctx, ln)
 	// The stop is recorded although ctx, the reason for stopping, is done.
 	if _, err := chain.Audit(context.WithoutCancel(ctx), "node.stopped", chain.NodeDID(), map[string]any{
@@ -153,4 +207,17 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	}
 	logger.Info("stopped", "tip_seq", chain.Tip().Seq)
 	return nil
+}
+
+// logNATS says whether the node opened a NATS port, and where its leaf link
+// goes (without the URL's credentials).
+func logNATS(logger *slog.Logger, st stream.Status) {
+	if st.NATS.Listen == "" {
+		logger.Info("nats in process only: no listener", "server_id", st.NATS.ServerID, "version", st.NATS.Version)
+	} else {
+		logger.Info("nats listening", "addr", st.NATS.Listen, "server_id", st.NATS.ServerID, "version", st.NATS.Version)
+	}
+	for _, l := range st.Leafs {
+		logger.Info("nats joins a hub as a leaf node", "remote", l.Remote)
+	}
 }
