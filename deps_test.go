@@ -30,7 +30,7 @@ var thirdParty = map[string][]string{
 	"github.com/cockroachdb/pebble":       {"eventlog"},
 	"github.com/nats-io/":                 {"stream"},
 	"github.com/julienschmidt/httprouter": {"http"},
-	"github.com/coder/websocket":          {"http", "stream"},
+	"github.com/coder/websocket":          {"http", "stream", "cmd"}, // cmd: the bench's stream clients
 	"github.com/modelcontextprotocol/":    {"http"},
 	"github.com/spf13/cobra":              {"cmd"},
 	"github.com/schollz/progressbar":      {"cmd"},

@@ -63,7 +63,9 @@ started from --binary on a temporary data dir (serve --addr 127.0.0.1:0),
 filled with --events missions by 64 clients; sequential and 64-client
 POST /v1/core/missions; SIGTERM, civnode verify --data-dir, and a timed restart;
 16 readers of GET /v1/events?since=<random event>&limit=100 while the node's
-RSS is sampled. With --hostile, 300 missions completed with ~1 MiB results are
+RSS is sampled; 100 WebSocket clients of GET /v1/stream while missions are
+created at 1,000 a second, timing each delivery from the event's timestamp
+to its arrival. With --hostile, 300 missions completed with ~1 MiB results are
 read by 8 clients and held unread by 3 while GET /v1/health is polled.
 
 --node URL loads a running node on loopback instead (owner token from --token
@@ -188,6 +190,9 @@ func (m *Main) bench(ctx context.Context, cfg benchConfig, logger *slog.Logger) 
 		}
 	}
 	if err := b.readers(ctx); err != nil {
+		return err
+	}
+	if err := b.streamDelivery(ctx); err != nil {
 		return err
 	}
 	if cfg.hostile {

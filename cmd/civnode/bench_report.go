@@ -50,6 +50,12 @@ var benchRows = []benchRow{
 	{key: "rss_under_readers_mb", unit: "MB", target: "< 300 MB at 1M events", managed: true},
 	{key: "rss_peak_mb", unit: "MB", target: "< 300 MB at 1M events", managed: true},
 
+	{section: "stream: 100 WebSocket clients of GET /v1/stream, missions created at 1k/s"},
+	{key: "stream_events_per_s", unit: "/s", target: "1,000/s offered"},
+	{key: "stream_delivery_p50_ms", unit: "ms", limit: "pebble_sync_write_ms", ratio: "stream_delivery_p50_x_sync_write"},
+	{key: "stream_delivery_p99_ms", unit: "ms", target: "< 10 ms"},
+	{key: "stream_clients_dropped", unit: "", target: "0"},
+
 	{section: "hostile: ~1 MiB completed missions, 8 readers, 3 stalled, health polled", hostile: true},
 	{key: "hostile_completed_mb", unit: "MB", hostile: true},
 	{key: "hostile_reads_per_s", unit: "/s", hostile: true},

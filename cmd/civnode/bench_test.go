@@ -35,12 +35,18 @@ func TestBenchJSON(t *testing.T) {
 		"events_since_c16_per_s", "events_since_c16_p99_ms",
 		"verify_chain_per_s", "verify_chain_x_verify",
 		"restart_s", "rss_after_restart_mb", "rss_under_readers_mb", "rss_peak_mb",
+		"stream_events_per_s", "stream_delivery_p50_ms", "stream_delivery_p50_x_sync_write", "stream_delivery_p99_ms",
+		"stream_clients_dropped",
 	}
 	for _, k := range want {
 		v, ok := got[k]
 		switch {
 		case !ok:
 			t.Errorf("no %q in %s", k, r.stdout)
+		case k == "stream_clients_dropped":
+			if v != 0 {
+				t.Errorf("%d stream clients missed events", int(v))
+			}
 		case !(v > 0):
 			t.Errorf("%s = %v, want a positive figure", k, v)
 		}

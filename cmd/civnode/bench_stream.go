@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// The stream phase (design.md: commit → 100 WebSocket clients, p99 < 10 ms at
+// 1k events/s).
+const (
+	benchStreamClients = 100
+	benchStreamRate    = 1000 // events a second
+	benchStreamWriters = 8    // sequential creates reach ≈ 1k/s alone; a few keep the pace
+	// benchStreamTick releases the writers' permits in small batches: a 1 ms
+	// ticker is not kept on a loaded machine, and the batch is what a steady
+	// 1k/s looks like at 10 ms resolution.
+	benchStreamTick = 10 * time.Millisecond
+)
+
+// streamDelivery measures how long events take to reach benchStreamClients
+// WebSocket clients of GET /v1/stream while missions are created at
+// benchStreamRate. The latency of one delivery is the time the client read
+// the event minus the event's own timestamp, which the sequencer set before
+// signing and the fsync: so it is an upper bound on commit → delivery, and
+// the bench and the node share one clock on loopback.
+func (b *bench) streamDelivery(ctx context.Context) error {
+	b.log.Info("bench: stream delivery", "clients", benchStreamClients, "events_per_s", benchStreamRate, "duration", b.cfg.duration)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wsURL := "ws" + strings.TrimPrefix(b.target.base, "http") + "/v1/stream"
+	clients := make([]*streamClient, benchStreamClients)
+	for i := range clients {
+		c, err := dialStreamClient(ctx, wsURL, b.target.token)
+		if err != nil {
+			for _, c := range clients[:i] {
+				c.close()
+			}
+			return fmt.Errorf("stream client %d: %w", i, err)
+		}
+		clients[i] = c
+	}
+	defer func() {
+		for _, c := range clients {
+			c.close()
+		}
+	}()
+
+	// The writers create missions at the paced rate; each remembers the
+	// highest seq it was answered with.
+	hc := newLoadClient(benchStreamWriters, 30*time.Second)
+	defer closeClient(hc)
+	permits := make(chan struct{}, benchStreamRate)
+	writeCtx, stopWriters := context.WithTimeout(ctx, b.cfg.duration)
+	defer stopWriters()
+	go func() {
+		t := time.NewTicker(benchStreamTick)
+		defer t.Stop()
+		per := benchStreamRate * int(benchStreamTick) / int(time.Second)
+		for {
+			select {
+			case <-writeCtx.Done():
+				close(permits)
+				return
+			case <-t.C:
+				for range per {
+					select {
+					case permits <- struct{}{}:
+					default: // the writers are behind; the rate is what they reach
+					}
+				}
+			}
+		}
+	}()
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		written int64
+		werr    error
+	)
+	start := time.Now()
+	for range benchStreamWriters {
+		wg.Go(func() {
+			var buf bytes.Buffer
+			for range permits {
+				err := b.target.do(ctx, hc, http.MethodPost, "/v1/core/missions", b.body, http.StatusOK, &buf)
+				mu.Lock()
+				if err != nil && werr == nil {
+					werr = err
+					stopWriters()
+				}
+				written++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if werr != nil {
+		return fmt.Errorf("stream phase: create missions: %w", werr)
+	}
+	var st struct {
+		Chain struct {
+			Seq uint64 `json:"seq"`
+		} `json:"chain"`
+	}
+	if err := b.target.call(ctx, hc, http.MethodGet, "/v1/state", nil, &st); err != nil {
+		return fmt.Errorf("stream phase: read the tip: %w", err)
+	}
+	lastSeq := st.Chain.Seq
+	// Every client must see every event up to the last one written.
+	drain, stopDrain := context.WithTimeout(ctx, 30*time.Second)
+	defer stopDrain()
+	var lat []time.Duration
+	dropped := 0
+	for _, c := range clients {
+		if err := c.waitFor(drain, lastSeq); err != nil {
+			dropped++
+			b.log.Warn("bench: stream client fell behind", "err", err)
+		}
+		lat = append(lat, c.latencies()...)
+	}
+	slices.Sort(lat)
+	res := loadResult{lat: lat}
+	b.res.set("stream_events_per_s", rate(written, elapsed))
+	b.res.set("stream_delivery_p50_ms", res.quantile(0.50))
+	b.res.set("stream_delivery_p99_ms", res.quantile(0.99))
+	b.res.set("stream_clients_dropped", float64(dropped))
+	b.log.Info("bench: stream delivery", "events_per_s", int(rate(written, elapsed)), "deliveries", len(lat),
+		"p50_ms", round3(res.quantile(0.5)), "p99_ms", round3(res.quantile(0.99)), "dropped", dropped)
+	if dropped > 0 {
+		return fmt.Errorf("stream phase: %d of %d clients did not receive every event", dropped, len(clients))
+	}
+	return nil
+}
+
+// streamClient is one WebSocket follower; it records the delivery latency of
+// every event it reads.
+type streamClient struct {
+	conn *websocket.Conn
+	done chan struct{}
+
+	mu   sync.Mutex
+	cond *sync.Cond
+	seq  uint64 // highest seq read
+	lat  []time.Duration
+	err  error // why reading ended
+}
+
+func dialStreamClient(ctx context.Context, url, token string) (*streamClient, error) {
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+token)
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(dctx, url, &websocket.DialOptions{HTTPHeader: h,
+		HTTPClient: &http.Client{Transport: &http.Transport{Proxy: nil}}})
+	if err != nil {
+		return nil, err
+	}
+	conn.SetReadLimit(16 << 20)
+	c := &streamClient{conn: conn, done: make(chan struct{}), lat: make([]time.Duration, 0, 8192)}
+	c.cond = sync.NewCond(&c.mu)
+	go c.read(ctx)
+	return c, nil
+}
+
+func (c *streamClient) read(ctx context.Context) {
+	defer close(c.done)
+	var ev struct {
+		Seq       uint64 `json:"seq"`
+		Timestamp string `json:"timestamp"`
+	}
+	for {
+		_, msg, err := c.conn.Read(ctx)
+		now := time.Now()
+		if err == nil {
+			ev.Seq, ev.Timestamp = 0, ""
+			err = json.Unmarshal(msg, &ev)
+		}
+		var ts time.Time
+		if err == nil {
+			ts, err = time.Parse(time.RFC3339Nano, ev.Timestamp)
+		}
+		c.mu.Lock()
+		if err != nil {
+			c.err = err
+			c.cond.Broadcast()
+			c.mu.Unlock()
+			return
+		}
+		c.seq = max(c.seq, ev.Seq)
+		c.lat = append(c.lat, now.Sub(ts))
+		c.cond.Broadcast()
+		c.mu.Unlock()
+	}
+}
+
+// waitFor waits until the client has read seq, or its reading ended, or ctx.
+func (c *streamClient) waitFor(ctx context.Context, seq uint64) error {
+	stop := context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		c.cond.Broadcast()
+		c.mu.Unlock()
+	})
+	defer stop()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.seq < seq && c.err == nil && ctx.Err() == nil {
+		c.cond.Wait()
+	}
+	switch {
+	case c.seq >= seq:
+		return nil
+	case c.err != nil:
+		return fmt.Errorf("read ended at seq %d of %d: %w", c.seq, seq, c.err)
+	default:
+		return fmt.Errorf("read only up to seq %d of %d: %w", c.seq, seq, ctx.Err())
+	}
+}
+
+func (c *streamClient) latencies() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.lat)
+}
+
+func (c *streamClient) close() {
+	if c == nil {
+		return
+	}
+	err := c.conn.Close(websocket.StatusNormalClosure, "bench done")
+	if err != nil && !errors.Is(err, context.Canceled) {
+		c.conn.CloseNow()
+	}
+	<-c.done
+}
