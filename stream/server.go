@@ -49,9 +49,10 @@ const maxPayload = 8 << 20
 const readyTimeout = 10 * time.Second
 
 // Server is the embedded NATS server with its in-process connections: pub
-// publishes the node's events and export notices, sub carries the in-process
-// subscriptions, so that NATS closing a subscriber's connection as a slow
-// consumer never touches publication.
+// publishes the node's events and export notices, sub carries the one NATS
+// subscription (fanout) that every in-process Subscription is served from, so
+// that NATS closing a subscriber's connection as a slow consumer never touches
+// publication.
 type Server struct {
 	did        string
 	log        *slog.Logger
@@ -62,9 +63,17 @@ type Server struct {
 
 	published, publishErrors, slowDrops atomic.Uint64
 
+	// fanout receives every event once, on one NATS goroutine, and hands it to
+	// each live Subscription (dispatch): a hundred WebSocket clients cost NATS
+	// one delivery an event, not a hundred.
+	fanout *nats.Subscription
+	// live is the set dispatch reads, replaced whole on every change (a
+	// subscription comes or goes once; dispatch runs for every event).
+	live atomic.Pointer[[]*Subscription]
+
 	mu     sync.Mutex
 	closed bool
-	subs   map[*nats.Subscription]*Subscription
+	subs   map[*Subscription]struct{}
 	leafs  map[uint64]PeerChange // the leaf links that are up, by NATS connection id
 
 	stopPoll  chan struct{}
@@ -108,7 +117,7 @@ func Start(opts Options) (*Server, error) {
 	s := &Server{
 		did:      opts.NodeDID,
 		log:      logger,
-		subs:     map[*nats.Subscription]*Subscription{},
+		subs:     map[*Subscription]struct{}{},
 		leafs:    map[uint64]PeerChange{},
 		stopPoll: make(chan struct{}),
 		pollDone: make(chan struct{}),
@@ -139,6 +148,14 @@ func Start(opts Options) (*Server, error) {
 	s.ns, s.started = ns, time.Now().UTC()
 	if s.pub, err = s.connect(publisherName, password); err == nil {
 		s.sub, err = s.connect(subscriberName, password)
+	}
+	if err == nil {
+		s.fanout, err = s.sub.Subscribe(filterSubject(s.did, ""), s.dispatch)
+	}
+	if err == nil {
+		// The round trip makes the server hold the subscription before Start
+		// returns; from then on every published event reaches dispatch.
+		err = s.sub.Flush()
 	}
 	if err != nil {
 		s.shutdown()
@@ -277,12 +294,10 @@ func (s *Server) onAsyncError(_ *nats.Conn, ns *nats.Subscription, err error) {
 		s.log.Warn("nats connection error", "err", err)
 		return
 	}
-	s.mu.Lock()
-	sub := s.subs[ns]
-	s.mu.Unlock()
-	if sub != nil {
-		s.log.Warn("nats dropped messages for a stream subscription; ending it", "err", err)
-		sub.end(ErrSlowConsumer)
+	if ns == s.fanout {
+		// Every subscription now has a gap.
+		s.log.Warn("nats dropped messages for the stream subscriptions; ending them", "err", err)
+		s.endAll(ErrSlowConsumer)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go"
@@ -18,18 +19,17 @@ type Message struct {
 	Raw  []byte // the event JSON as stored; do not modify
 }
 
-// Subscription is one live consumer (a WebSocket client): a NATS subscription
-// on the in-process subscriber connection whose callback, one goroutine per
-// subscription in NATS's client, hands each message to a bounded channel
-// without ever waiting. Messages arrive in the order they were published,
-// which is seq order.
+// Subscription is one live consumer (a WebSocket client): a bounded channel
+// that the server's one NATS subscription (dispatch, on one NATS goroutine)
+// hands each matching event to without ever waiting. Messages arrive in the
+// order they were published, which is seq order.
 type Subscription struct {
 	srv    *Server
-	prefix int // length of "civnode.<node>.events.", cut to get the type
+	filter string // "", an exact type, or a prefix with its dot ("mission.")
+	prefix bool
 	ch     chan Message
 
 	mu    sync.Mutex
-	ns    *nats.Subscription
 	ended bool
 	err   error // nil after the consumer's own Close
 }
@@ -46,45 +46,20 @@ func (s *Server) Subscribe(filter string, buffer int) (*Subscription, error) {
 	if filter != "" && !eventlog.ValidTypeFilter(filter) {
 		return nil, fmt.Errorf("subscribe: type filter %q: want a type or a prefix ending in .*", filter)
 	}
-	if s.isClosed() {
-		return nil, ErrClosed
+	sub := &Subscription{srv: s, filter: filter, ch: make(chan Message, max(buffer, 1))}
+	if p, ok := strings.CutSuffix(filter, "*"); ok {
+		sub.filter, sub.prefix = p, true
 	}
-	sub := &Subscription{
-		srv:    s,
-		prefix: len(EventSubject(s.did, "")),
-		ch:     make(chan Message, max(buffer, 1)),
-	}
-	ns, err := s.sub.Subscribe(filterSubject(s.did, filter), sub.deliver)
-	if err == nil {
-		// The round trip makes the server hold the subscription before
-		// Subscribe returns; from then on every published event reaches it.
-		err = s.sub.Flush()
-	}
-	if err != nil {
-		if ns != nil {
-			_ = ns.Unsubscribe()
-		}
-		if s.isClosed() {
-			return nil, ErrClosed
-		}
-		return nil, fmt.Errorf("subscribe: %w", err)
-	}
+	// Registered before Subscribe returns: an event committed after that is
+	// published after it, and dispatch, which sees events in publication
+	// order, finds the subscription in the set.
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closed {
-		s.mu.Unlock()
-		_ = ns.Unsubscribe()
 		return nil, ErrClosed
 	}
-	s.subs[ns] = sub
-	s.mu.Unlock()
-	sub.mu.Lock()
-	sub.ns = ns
-	ended := sub.ended
-	sub.mu.Unlock()
-	if ended {
-		// It overflowed before it was registered: finish the removal end began.
-		s.forget(ns)
-	}
+	s.subs[sub] = struct{}{}
+	s.publishLive()
 	return sub, nil
 }
 
@@ -103,16 +78,44 @@ func (sub *Subscription) Err() error {
 // and after the subscription ended on its own.
 func (sub *Subscription) Close() { sub.end(nil) }
 
-// deliver runs on the subscription's own NATS goroutine.
-func (sub *Subscription) deliver(m *nats.Msg) {
+// matches reports whether an event of type typ is for sub.
+func (sub *Subscription) matches(typ string) bool {
+	switch {
+	case sub.filter == "":
+		return true
+	case sub.prefix:
+		return strings.HasPrefix(typ, sub.filter)
+	default:
+		return typ == sub.filter
+	}
+}
+
+// dispatch runs on the fanout subscription's NATS goroutine, once an event,
+// and offers the event to every live subscription that wants it.
+func (s *Server) dispatch(m *nats.Msg) {
+	prefix := len(EventSubject(s.did, ""))
 	seq, err := strconv.ParseUint(m.Header.Get(HeaderSeq), 10, 64)
-	if err != nil || len(m.Subject) <= sub.prefix {
+	if err != nil || len(m.Subject) <= prefix {
 		// Only the node's publisher may publish on its subjects (see
 		// natsUsers); anything else is dropped, not passed to an observer.
-		sub.srv.log.Warn("dropped a message on the event subjects that the node did not publish", "subject", m.Subject)
+		s.log.Warn("dropped a message on the event subjects that the node did not publish", "subject", m.Subject)
 		return
 	}
-	msg := Message{Seq: seq, Type: m.Subject[sub.prefix:], Raw: m.Data}
+	msg := Message{Seq: seq, Type: m.Subject[prefix:], Raw: m.Data}
+	live := s.live.Load()
+	if live == nil {
+		return
+	}
+	for _, sub := range *live {
+		if sub.matches(msg.Type) {
+			sub.offer(msg)
+		}
+	}
+}
+
+// offer hands msg to the consumer, or ends the subscription if its channel is
+// full.
+func (sub *Subscription) offer(msg Message) {
 	sub.mu.Lock()
 	if sub.ended {
 		sub.mu.Unlock()
@@ -128,9 +131,9 @@ func (sub *Subscription) deliver(m *nats.Msg) {
 	sub.end(ErrSlowConsumer)
 }
 
-// end closes the channel once, with err as the reason, and removes the NATS
-// subscription. A send in deliver and the close here both hold mu, so a
-// message is never sent on a closed channel.
+// end closes the channel once, with err as the reason, and removes the
+// subscription from the live set. A send in offer and the close here both
+// hold mu, so a message is never sent on a closed channel.
 func (sub *Subscription) end(err error) {
 	sub.mu.Lock()
 	if sub.ended {
@@ -139,30 +142,35 @@ func (sub *Subscription) end(err error) {
 	}
 	sub.ended, sub.err = true, err
 	close(sub.ch)
-	ns := sub.ns
 	sub.mu.Unlock()
 	if errors.Is(err, ErrSlowConsumer) {
 		sub.srv.slowDrops.Add(1)
 	}
-	if ns != nil {
-		sub.srv.forget(ns)
-	}
+	sub.srv.forget(sub)
 }
 
-// forget unsubscribes ns and drops it from the live set.
-func (s *Server) forget(ns *nats.Subscription) {
+// forget drops sub from the live set.
+func (s *Server) forget(sub *Subscription) {
 	s.mu.Lock()
-	delete(s.subs, ns)
+	delete(s.subs, sub)
+	s.publishLive()
 	s.mu.Unlock()
-	// After Close the connection is gone with all its subscriptions.
-	_ = ns.Unsubscribe()
+}
+
+// publishLive replaces the set dispatch reads; s.mu is held.
+func (s *Server) publishLive() {
+	live := make([]*Subscription, 0, len(s.subs))
+	for sub := range s.subs {
+		live = append(live, sub)
+	}
+	s.live.Store(&live)
 }
 
 // endAll ends every live subscription with err.
 func (s *Server) endAll(err error) {
 	s.mu.Lock()
 	subs := make([]*Subscription, 0, len(s.subs))
-	for _, sub := range s.subs {
+	for sub := range s.subs {
 		subs = append(subs, sub)
 	}
 	s.mu.Unlock()
