@@ -29,10 +29,15 @@
 // /v1/stream?after_seq=). One in-process connection publishes, in commit order,
 // so every subscriber sees seq order.
 //
+// The in-process Subscriptions (one per WebSocket client) share one NATS
+// subscription on civnode.<node>.events.>, whose callback offers each event to
+// every matching Subscription's bounded channel (subscribe.go): NATS carries
+// an event once, however many clients follow the node.
+//
 // A Subscription cannot hold a gap: when its buffer is full as an event
-// arrives, or when NATS itself drops messages on the way to it, it is ended
-// with ErrSlowConsumer instead, and its consumer resumes from the log after the
-// last seq it saw.
+// arrives, or when NATS itself drops messages on the way to the shared
+// subscription, it is ended with ErrSlowConsumer instead, and its consumer
+// resumes from the log after the last seq it saw.
 //
 // # Listeners
 //
