@@ -29,7 +29,21 @@ func (l *natsLogger) Warnf(format string, v ...any) {
 	}
 	l.emit(level, format, v)
 }
-func (l *natsLogger) Errorf(format string, v ...any) { l.emit(slog.LevelError, format, v) }
+func (l *natsLogger) Errorf(format string, v ...any) {
+	level := slog.LevelError
+	if strings.HasPrefix(format, leafRedialFormat) {
+		// A hub that is down is an expected state, not a fault of the node:
+		// NATS redials every few seconds, and the node has already recorded
+		// the link going down (peer.disconnected) and warned once a redial.
+		level = slog.LevelWarn
+	}
+	l.emit(level, format, v)
+}
+
+// leafRedialFormat starts the message NATS logs for each failed redial of a
+// leaf link (nats-server/v2 server/leafnode.go).
+const leafRedialFormat = "Error trying to connect as leafnode to remote server"
+
 func (l *natsLogger) Debugf(format string, v ...any) { l.emit(slog.LevelDebug, format, v) }
 func (l *natsLogger) Tracef(format string, v ...any) { l.emit(slog.LevelDebug, format, v) }
 
