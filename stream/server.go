@@ -55,6 +55,7 @@ const readyTimeout = 10 * time.Second
 // publication.
 type Server struct {
 	did        string
+	events     string // "civnode.<node>.events.", cut from a subject to get the type
 	log        *slog.Logger
 	ns         *server.Server
 	pub, sub   *nats.Conn
@@ -116,6 +117,7 @@ func Start(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		did:      opts.NodeDID,
+		events:   EventSubject(opts.NodeDID, ""),
 		log:      logger,
 		subs:     map[*Subscription]struct{}{},
 		leafs:    map[uint64]PeerChange{},

@@ -93,15 +93,15 @@ func (sub *Subscription) matches(typ string) bool {
 // dispatch runs on the fanout subscription's NATS goroutine, once an event,
 // and offers the event to every live subscription that wants it.
 func (s *Server) dispatch(m *nats.Msg) {
-	prefix := len(EventSubject(s.did, ""))
+	typ, ours := strings.CutPrefix(m.Subject, s.events)
 	seq, err := strconv.ParseUint(m.Header.Get(HeaderSeq), 10, 64)
-	if err != nil || len(m.Subject) <= prefix {
+	if err != nil || !ours || typ == "" {
 		// Only the node's publisher may publish on its subjects (see
 		// natsUsers); anything else is dropped, not passed to an observer.
 		s.log.Warn("dropped a message on the event subjects that the node did not publish", "subject", m.Subject)
 		return
 	}
-	msg := Message{Seq: seq, Type: m.Subject[prefix:], Raw: m.Data}
+	msg := Message{Seq: seq, Type: typ, Raw: m.Data}
 	live := s.live.Load()
 	if live == nil {
 		return
