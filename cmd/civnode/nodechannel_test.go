@@ -102,15 +102,10 @@ func forgedProof(nodeDID string) func(c net.Conn, in io.Reader) {
 		addr := c.LocalAddr().String()
 		br := bufio.NewReader(in)
 		for {
-			req, err := http.ReadRequest(br)
+			nonce, err := readProofRequest(br)
 			if err != nil {
 				return
 			}
-			var body struct {
-				Nonce string `json:"nonce"`
-			}
-			_ = json.NewDecoder(req.Body).Decode(&body)
-			nonce, _ := hex.DecodeString(body.Nonce)
 			sig := ed25519.Sign(impostor, eventlog.NodeProofBytes(nodeDID, addr, nonce))
 			answer, _ := json.Marshal(map[string]string{
 				"node_did": nodeDID, "addr": addr, "signature": base64.StdEncoding.EncodeToString(sig),
@@ -443,15 +438,10 @@ func TestNodeProofAnswers(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tap := newWiretap(t, func(c net.Conn, in io.Reader) {
-				req, err := http.ReadRequest(bufio.NewReader(in))
+				nonce, err := readProofRequest(bufio.NewReader(in))
 				if err != nil {
 					return
 				}
-				var body struct {
-					Nonce string `json:"nonce"`
-				}
-				_ = json.NewDecoder(req.Body).Decode(&body)
-				nonce, _ := hex.DecodeString(body.Nonce)
 				status, header, b := tc.answer(c.LocalAddr().String(), nonce)
 				fmt.Fprintf(c, "HTTP/1.1 %s\r\n%sContent-Length: %d\r\n\r\n%s", status, header, len(b), b)
 			})
@@ -547,4 +537,19 @@ func (w *wiretap) requireWithheld(t *testing.T, who, token string) {
 	if !strings.Contains(got, "/v1/node/proof") {
 		t.Errorf("%s saw no proof request; the test proves nothing:\n%s", who, got)
 	}
+}
+
+// readProofRequest reads one request, as a fake node would, and returns the
+// nonce of its proof body (nil for any other body).
+func readProofRequest(br *bufio.Reader) ([]byte, error) {
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		return nil, err
+	}
+	var body struct {
+		Nonce string `json:"nonce"`
+	}
+	_ = json.NewDecoder(req.Body).Decode(&body)
+	nonce, _ := hex.DecodeString(body.Nonce)
+	return nonce, nil
 }
