@@ -42,6 +42,11 @@ var thirdParty = map[string][]string{
 	"github.com/mr-tron/base58": {"eventlog"},
 	// Request bodies are decoded, as I-JSON, at the HTTP edge only.
 	"github.com/go-json-experiment/json": {"http"},
+	// x402 payments: EIP-712 hashing and secp256k1 signing, behind the
+	// registry client's Wallet interface.
+	"github.com/ethereum/go-ethereum": {"commands"},
+	// An invoke's input is checked against its agent's schema by the command.
+	"github.com/santhosh-tekuri/jsonschema": {"commands"},
 }
 
 // TestImportPolicy reads the imports of every non-test Go file and checks them
