@@ -7,10 +7,12 @@ import "fmt"
 type Kind uint8
 
 const (
-	KindInvalid   Kind = iota + 1 // 400: bad input, Field names it
-	KindForbidden                 // 403: the actor may not do this
-	KindNotFound                  // 404: a named resource does not exist
-	KindConflict                  // 409: state or uniqueness conflict
+	KindInvalid         Kind = iota + 1 // 400: bad input, Field names it
+	KindForbidden                       // 403: the actor may not do this
+	KindNotFound                        // 404: a named resource does not exist
+	KindConflict                        // 409: state or uniqueness conflict
+	KindUpstream                        // 502: the agent registry failed or answered out of contract
+	KindUpstreamTimeout                 // 504: the agent registry did not answer in time
 )
 
 // Error is a command refused for a reason the caller can act on.
@@ -19,6 +21,10 @@ type Error struct {
 	Code    string // snake_case, e.g. "slug_taken", "not_eligible"
 	Field   string // the input field at fault, when there is one
 	Message string
+	// Details are further members of the error body, for the errors that
+	// carry data the client needs to act: the pricing of settlement_required,
+	// the violations of an input that does not match its schema.
+	Details map[string]any
 }
 
 func (e *Error) Error() string {

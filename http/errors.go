@@ -1,11 +1,14 @@
 package http
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 
 	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/eventlog"
@@ -106,6 +109,9 @@ var commandStatus = map[commands.Kind]int{
 	commands.KindForbidden: http.StatusForbidden,
 	commands.KindNotFound:  http.StatusNotFound,
 	commands.KindConflict:  http.StatusConflict,
+	// The registry proxy's upstream failures (wire.md §1).
+	commands.KindUpstream:        http.StatusBadGateway,
+	commands.KindUpstreamTimeout: http.StatusGatewayTimeout,
 }
 
 // errorBody is the JSON shape of every failure (wire.md §1).
@@ -113,6 +119,32 @@ type errorBody struct {
 	Error string `json:"error"`
 	Code  string `json:"code"`
 	Field string `json:"field,omitempty"`
+	// Details are further members some command errors carry
+	// (commands.Error.Details): the pricing of settlement_required, the
+	// violations of invalid_input. They never shadow the three above.
+	Details map[string]any `json:"-"`
+}
+
+// MarshalJSON writes the three members, then the details in key order.
+func (b errorBody) MarshalJSON() ([]byte, error) {
+	type plain errorBody
+	out, err := marshalJSON(plain(b))
+	if err != nil || len(b.Details) == 0 {
+		return out, err
+	}
+	out = bytes.TrimSuffix(bytes.TrimSpace(out), []byte("}"))
+	for _, k := range slices.Sorted(maps.Keys(b.Details)) {
+		if k == "error" || k == "code" || k == "field" {
+			continue
+		}
+		v, err := marshalJSON(b.Details[k])
+		if err != nil {
+			return nil, err
+		}
+		name, _ := marshalJSON(k)
+		out = append(append(append(append(out, ','), bytes.TrimSpace(name)...), ':'), bytes.TrimSpace(v)...)
+	}
+	return append(out, '}'), nil
 }
 
 // errorResponse is the one function that turns an error into an HTTP status and
@@ -125,7 +157,8 @@ func errorResponse(err error) (status int, body errorBody, internal bool) {
 	case errors.As(err, &e) && e.Status >= 400 && e.Status <= 599:
 		return e.Status, errorBody{Error: e.Message, Code: e.Code, Field: e.Field}, e.Status >= 500
 	case errors.As(err, &ce) && commandStatus[ce.Kind] != 0:
-		return commandStatus[ce.Kind], errorBody{Error: ce.Message, Code: ce.Code, Field: ce.Field}, false
+		status := commandStatus[ce.Kind]
+		return status, errorBody{Error: ce.Message, Code: ce.Code, Field: ce.Field, Details: ce.Details}, false
 	case errors.Is(err, eventlog.ErrFailed), errors.Is(err, eventlog.ErrClosed):
 		// Fail-stop: the log refuses writes until an operator restarts the node, and
 		// health says so too.

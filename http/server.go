@@ -69,6 +69,13 @@ type Options struct {
 	// without it (nil) there is no /v1/stream and the network status says
 	// NATS is not configured.
 	Stream *stream.Server
+
+	// Servicenet runs the agent registry proxy (wire.md §9); nil: the
+	// /v1/core/servicenet endpoints and the servicenet MCP tools are not
+	// served. PaymentAccounts are the accounts it pays from, administered at
+	// /v1/admin/payment-accounts; nil: those paths are not served.
+	Servicenet      *commands.Servicenet
+	PaymentAccounts *commands.PaymentAccounts
 }
 
 // DefaultPageBytes is the default of Options.PageBytes: 4 MiB bounds the memory
@@ -90,6 +97,10 @@ const (
 	responseWriteTimeout  = 30 * time.Second
 	exportWriteIdle       = 30 * time.Second
 	shutdownGrace         = 10 * time.Second
+	// registryHandlerTimeout bounds a registry proxy request: a card fetch and
+	// an invoke with its paid retry, each within the registry client's own
+	// read timeout (20 s by default, cmd/civnode).
+	registryHandlerTimeout = 60 * time.Second
 )
 
 // Server is the control API. It is an http.Handler; Serve runs it on a listener.
@@ -99,20 +110,25 @@ type Server struct {
 	governs        []string
 	bodyLimit      int64
 	handlerTimeout time.Duration
-	pageBytes      int
-	auth           *authenticator
-	exportAudit    *exportAudit
-	tokens         Tokens
-	identity       *commands.Identity
-	identities     *projections.Identities
-	mission        *commands.Mission
-	missions       *projections.Missions
-	catalog        *catalog.Catalog
-	game           *commands.Game
-	gameState      *projections.Game
-	streams        *streamHub // the WebSocket clients of GET /v1/stream (stream.go)
-	router         *httprouter.Router
-	handler        http.Handler
+	// registryTimeout bounds the registry proxy's handlers (routeRegistry).
+	registryTimeout time.Duration
+	pageBytes       int
+	auth            *authenticator
+	exportAudit     *exportAudit
+	tokens          Tokens
+	identity        *commands.Identity
+	identities      *projections.Identities
+	mission         *commands.Mission
+	missions        *projections.Missions
+	catalog         *catalog.Catalog
+	game            *commands.Game
+	gameState       *projections.Game
+	streams         *streamHub // the WebSocket clients of GET /v1/stream (stream.go)
+	servicenet      *commands.Servicenet
+	payments        *commands.PaymentAccounts
+	mcp             http.Handler // POST /mcp (mcp.go)
+	router          *httprouter.Router
+	handler         http.Handler
 
 	// Server limits, fields so tests can shorten them.
 	readTimeout     time.Duration
@@ -180,6 +196,7 @@ func New(opts Options) *Server {
 		governs:         slices.Clone(opts.Governs),
 		bodyLimit:       opts.BodyLimit,
 		handlerTimeout:  opts.HandlerTimeout,
+		registryTimeout: max(opts.HandlerTimeout, registryHandlerTimeout),
 		pageBytes:       opts.PageBytes,
 		exportAudit:     newExportAudit(opts.Log, logger),
 		auth:            newAuthenticator(opts.OwnerToken, opts.Governs, opts.Tokens, opts.Log, logger, rate.NewLimiter(authAuditRate, authAuditBurst)),
@@ -192,6 +209,8 @@ func New(opts Options) *Server {
 		game:            opts.Game,
 		gameState:       opts.GameState,
 		streams:         newStreamHub(opts.Stream, logger),
+		servicenet:      opts.Servicenet,
+		payments:        opts.PaymentAccounts,
 		readTimeout:     readTimeout,
 		listSlots:       make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
 		writeTimeout:    responseWriteTimeout,
@@ -232,10 +251,13 @@ func (s *Server) routes() {
 	s.handle(http.MethodGet, "/v1/client/network/status", s.handleNetworkStatus, 0)
 	s.handle(http.MethodGet, "/v1/audit", s.handleAudit, routeOwner|routeList)
 	s.adminRoutes()
+	s.paymentAccountRoutes()
 	s.civilizationRoutes()
 	s.missionRoutes()
 	s.handle(http.MethodGet, "/v1/game/catalog", s.handleGameCatalog, 0)
 	s.gameRoutes()
+	s.servicenetRoutes()
+	s.mcpRoutes()
 }
 
 // civilizationRoutes registers the identity and civilization endpoints, when the
@@ -278,6 +300,10 @@ const (
 	// routeList marks a list whose page may be as large as the byte budget; it
 	// runs in one of the server's list slots (withListSlot).
 	routeList
+	// routeRegistry marks a registry proxy route: it waits on the agent
+	// registry, so its timeout is registryHandlerTimeout, which leaves room
+	// for the registry's own time-outs to answer 504 first.
+	routeRegistry
 	// routeQueryToken also takes the bearer token from ?token= when the request
 	// has no Authorization header (wire.md §2: browsers cannot set headers on a
 	// WebSocket). The parameter is removed before anything else sees the query.
@@ -310,7 +336,10 @@ func (s *Server) handle(method, path string, h handler, flags routeFlags) {
 	if flags&routeQueryToken != 0 {
 		next = tokenFromQuery(next)
 	}
-	if flags&routeStreaming == 0 {
+	switch {
+	case flags&routeRegistry != 0:
+		next = s.withTimeoutOf(func() time.Duration { return s.registryTimeout }, next)
+	case flags&routeStreaming == 0:
 		next = s.withTimeout(next)
 	}
 	s.router.Handle(method, path, next)

@@ -27,8 +27,14 @@ import (
 // which frees the response and the connection. A timed request therefore holds a
 // connection for at most the handler timeout plus the write timeout.
 func (s *Server) withTimeout(next httprouter.Handle) httprouter.Handle {
+	return s.withTimeoutOf(func() time.Duration { return s.handlerTimeout }, next)
+}
+
+// withTimeoutOf is withTimeout with the timeout timeout returns, read per
+// request so that tests may shorten it.
+func (s *Server) withTimeoutOf(timeout func() time.Duration, next httprouter.Handle) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		ctx, cancel := context.WithTimeout(r.Context(), s.handlerTimeout)
+		ctx, cancel := context.WithTimeout(r.Context(), timeout())
 		defer cancel()
 		r = r.WithContext(ctx)
 		tw := &timeoutWriter{h: make(http.Header), buf: &chunkBuffer{}}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/civnode/civnode/cmd/core"
+	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/eventlog"
 )
 
@@ -61,5 +62,8 @@ func (d dataDir) openCore(ctx context.Context, logger *slog.Logger) (*core.Core,
 	}
 	// One-shot commands decide nothing that a catalog or the governed subnets
 	// rule; the built-in catalog will do.
-	return openCore(ctx, d, key, core.Config{}, logger, nil)
+	return openCore(ctx, d, key, core.Config{Keys: d.keystore()}, logger, nil)
 }
+
+// keystore keeps the data dir's payment-account keys.
+func (d dataDir) keystore() *servicenet.Keystore { return servicenet.NewKeystore(d.walletsPath()) }

@@ -21,6 +21,13 @@ func (d dataDir) keyPath() string   { return filepath.Join(string(d), "node.key"
 func (d dataDir) tokenPath() string { return filepath.Join(string(d), "control.token") }
 func (d dataDir) dbPath() string    { return filepath.Join(string(d), "db") }
 
+// walletsPath holds the payment accounts' keys; registryCredentialPath the
+// node's own credential for the agent registry (wire.md §9).
+func (d dataDir) walletsPath() string { return filepath.Join(string(d), "wallets") }
+func (d dataDir) registryCredentialPath() string {
+	return filepath.Join(string(d), "registry.credential")
+}
+
 const dataDirHelp = "node data directory (default $CIVNODE_DATA_DIR, else ~/.civnode)"
 
 // resolveDataDir applies the defaults of --data-dir: $CIVNODE_DATA_DIR, else

@@ -149,6 +149,10 @@ func modelSummary(node *core.Core) (map[string]any, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	sn, err := node.Receipts.Metrics()
+	if err != nil {
+		return nil, nil, err
+	}
 	skipped, err := node.Skipped()
 	if err != nil {
 		return nil, nil, err
@@ -160,9 +164,12 @@ func modelSummary(node *core.Core) (map[string]any, []string, error) {
 		"missions_settled": missions.ByState["settled"], "credits_paid": missions.Paid.AgentCredit,
 		"treasury_credits": treasury, "missions_skipped": skipped["missions"],
 		"starter_missions_installed": starter, "mission_packs_installed": len(packs),
-		"game_skipped": skipped["game"],
+		"game_skipped":        skipped["game"],
+		"servicenet_receipts": sn.Receipts, "servicenet_receipts_open": sn.Open,
+		"x402_payments": sn.Payments, "x402_payments_settled": sn.Settled, "servicenet_skipped": skipped["servicenet"],
 	}
 	return models, []string{"identities", "bindings", "bindings_active", "skipped",
 		"missions", "missions_open", "missions_settled", "credits_paid", "treasury_credits", "missions_skipped",
-		"starter_missions_installed", "mission_packs_installed", "game_skipped"}, nil
+		"starter_missions_installed", "mission_packs_installed", "game_skipped",
+		"servicenet_receipts", "servicenet_receipts_open", "x402_payments", "x402_payments_settled", "servicenet_skipped"}, nil
 }

@@ -96,6 +96,7 @@ subcommands verify, export and replay that chain.`,
 		m.newExportCommand(g),
 		m.newReplayCommand(g),
 		m.newTokenCommand(g),
+		m.newWalletCommand(g),
 		m.newVersionCommand(),
 		m.newBenchCommand(g),
 	)

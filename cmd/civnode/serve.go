@@ -18,8 +18,7 @@ import (
 )
 
 // serveConfig is the command line of serve. Flags for features that do not
-// exist yet (--registry-url, --rate-limit in wire.md §10) are added with the
-// features.
+// exist yet (--rate-limit in wire.md §10) are added with the features.
 type serveConfig struct {
 	dataDir string
 	addr    string
@@ -31,6 +30,8 @@ type serveConfig struct {
 	natsListen string
 	// natsLeaf joins a NATS server or cluster as a leaf node; "" none.
 	natsLeaf string
+	// registryURL is the agent registry the node proxies.
+	registryURL string
 }
 
 func (m *Main) newServeCommand(g *globals) *cobra.Command {
@@ -77,6 +78,7 @@ or down, the node appends peer.connected or peer.disconnected to its chain.`,
 	f.IntVar(&cfg.pageBytes, "page-bytes", civhttp.DefaultPageBytes, "byte `BUDGET` of one page of a list response; a page ends before the item that would pass it (docs/limits.md)")
 	f.StringVar(&cfg.catalog, "catalog", "", "game catalog JSON `FILE` (default: the catalog built into the binary; see docs/game.md)")
 	f.StringVar(&cfg.natsListen, "nats-listen", "", "open a NATS client port on `HOST:PORT` for observers (default: none, in-process only; port 0 picks a free port)")
+	f.StringVar(&cfg.registryURL, "registry-url", DefaultRegistryURL, "the agent registry the node proxies (`URL`); its credential is <data-dir>/registry.credential")
 	f.StringVar(&cfg.natsLeaf, "nats-leaf", "", "join the NATS server or cluster at `URL` (its leafnodes port, nats://host:7422) as a leaf node")
 	return cmd
 }
@@ -120,7 +122,12 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 		}
 	}()
 	logNATS(logger, st.Status())
-	node, err := openCore(ctx, dir, key, core.Config{Catalog: cat, Governs: cfg.governs}, logger, st.Publish)
+	registry, err := openRegistry(dir, cfg.registryURL, key, logger)
+	if err != nil {
+		return err
+	}
+	node, err := openCore(ctx, dir, key, core.Config{Catalog: cat, Governs: cfg.governs,
+		Keys: dir.keystore(), Registry: registry}, logger, st.Publish)
 	var ce *eventlog.ChainError
 	if errors.Is(err, eventlog.ErrCorrupt) {
 		return fmt.Errorf("%w; the node will not start on a damaged store: restore the data dir from a backup", err)
@@ -184,9 +191,12 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 		PageBytes:  cfg.pageBytes,
 		Logger:     logger,
 		Stream:     st,
+
+		Servicenet:      node.Servicenet,
+		PaymentAccounts: node.PaymentAccounts,
 	})
 	logger.Info("serving", "addr", addr, "node_did", chain.NodeDID(), "data_dir", string(dir),
-		"tip_seq", chain.Tip().Seq, "version", version, "catalog_version", cat.Version)
+		"tip_seq", chain.Tip().Seq, "version", version, "catalog_version", cat.Version, "registry", registry.BaseURL())
 	if _, err := fmt.Fprintf(m.Stdout, "civnode listening on http://%s\n", addr); err != nil {
 		ln.Close()
 		return fmt.Errorf("print listening line: %w", err)

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -26,9 +23,6 @@ type onlineTokens struct {
 
 // onlineTimeout bounds one admin request; the node's handler timeout is shorter.
 const onlineTimeout = 30 * time.Second
-
-// adminResponseLimit bounds what is read of an answer; a token list is small.
-const adminResponseLimit = 16 << 20
 
 // newOnlineTokens opens the channel to the node running on dir; the caller
 // closes it.
@@ -144,64 +138,7 @@ func (o *onlineTokens) List(ctx context.Context) ([]commands.Token, error) {
 	return tokens, nil
 }
 
-// call sends one admin request and decodes a 200 answer into out. A refusal the
-// node explains (400, 403, 404, 409) comes back as the same *commands.Error the
-// offline path returns, so both print alike.
+// call sends one admin request through the node channel (adminCall).
 func (o *onlineTokens) call(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return fmt.Errorf("encode admin request: %w", err)
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := o.ch.NewRequest(ctx, method, path, body)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := o.ch.Client.Do(req)
-	if err != nil {
-		// The error names the URL, never the header that holds the token.
-		return fmt.Errorf("admin request to the node at %s: %w", o.ch.Via, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, adminResponseLimit))
-	if err != nil {
-		return fmt.Errorf("read answer of the node at %s: %w", o.ch.Via, err)
-	}
-	if resp.StatusCode == http.StatusOK {
-		if err := json.Unmarshal(raw, out); err != nil {
-			return fmt.Errorf("decode answer of the node at %s: %w", o.ch.Via, err)
-		}
-		return nil
-	}
-	var e struct {
-		Error string `json:"error"`
-		Code  string `json:"code"`
-		Field string `json:"field"`
-	}
-	if json.Unmarshal(raw, &e) != nil || e.Code == "" {
-		return fmt.Errorf("the node at %s answered %s %s with %s", o.ch.Via, method, path, resp.Status)
-	}
-	kind, explained := map[int]commands.Kind{
-		http.StatusBadRequest: commands.KindInvalid,
-		http.StatusForbidden:  commands.KindForbidden,
-		http.StatusNotFound:   commands.KindNotFound,
-		http.StatusConflict:   commands.KindConflict,
-	}[resp.StatusCode]
-	switch {
-	case resp.StatusCode == http.StatusUnauthorized:
-		// The node proved it is the data dir's own, so the file and the token
-		// the node holds differ.
-		return fmt.Errorf("the node at %s refused the owner token in control.token; was the file changed after the node started? Restart the node to use it", o.ch.Via)
-	case resp.StatusCode == http.StatusNotFound && e.Code == "not_found":
-		return fmt.Errorf("the node at %s has no admin endpoints (%s)", o.ch.Via, e.Error)
-	case explained:
-		return &commands.Error{Kind: kind, Code: e.Code, Field: e.Field, Message: e.Error}
-	}
-	return fmt.Errorf("the node at %s answered %s: %s (%s)", o.ch.Via, resp.Status, e.Error, e.Code)
+	return o.ch.adminCall(ctx, method, path, in, out)
 }

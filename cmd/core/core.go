@@ -18,11 +18,17 @@ type Core struct {
 	Identities *projections.Identities
 	Missions   *projections.Missions
 	GameState  *projections.Game
+	// Receipts is the registry proxy's read model: receipts and payments.
+	Receipts *projections.Servicenet
 
 	Identity *commands.Identity
 	Mission  *commands.Mission
 	Game     *commands.Game
 	Tokens   *commands.Tokens
+	// PaymentAccounts is nil without Config.Keys; Servicenet is nil without
+	// Config.Registry and Config.Keys.
+	PaymentAccounts *commands.PaymentAccounts
+	Servicenet      *commands.Servicenet
 }
 
 // Compile-time proof that the models satisfy what commands declare.
@@ -33,6 +39,7 @@ var (
 	_ commands.ProfileReader    = (*projections.Identities)(nil)
 	_ commands.MissionReader    = (*projections.Missions)(nil)
 	_ commands.GameReader       = (*projections.Game)(nil)
+	_ commands.ServicenetReader = (*projections.Servicenet)(nil)
 )
 
 // Config is what the commands need beyond the log.
@@ -43,6 +50,11 @@ type Config struct {
 	// no identity may take as its slug. The HTTP server's Options.Governs must
 	// be the same list.
 	Governs []string
+	// Keys keeps the payment accounts' keys (<data-dir>/wallets); nil: the
+	// node has no payment accounts.
+	Keys commands.Keystore
+	// Registry is the agent registry the node proxies; nil: no proxy.
+	Registry commands.Registry
 }
 
 // Open opens the log described by opts with the read models attached, which
@@ -68,6 +80,7 @@ func Open(opts eventlog.Options, cfg Config) (c *Core, err error) {
 		Identities: projections.NewIdentities(l),
 		Missions:   projections.NewMissions(l),
 		GameState:  projections.NewGame(l),
+		Receipts:   projections.NewServicenet(l),
 	}
 	ids, missions, game := c.Identities.Decisions(), c.Missions.Decisions(), c.GameState.Decisions()
 	c.Identity, err = commands.NewIdentity(commands.IdentityOptions{
@@ -92,6 +105,20 @@ func Open(opts eventlog.Options, cfg Config) (c *Core, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("token service: %w", err)
 	}
+	if cfg.Keys != nil {
+		c.PaymentAccounts, err = commands.NewPaymentAccounts(commands.PaymentAccountsOptions{Store: l, Auditor: l, Keys: cfg.Keys})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Registry != nil && c.PaymentAccounts != nil {
+		c.Servicenet, err = commands.NewServicenet(commands.ServicenetOptions{
+			Log: l, Registry: cfg.Registry, Model: c.Receipts.Decisions(), Accounts: c.PaymentAccounts,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("servicenet commands: %w", err)
+		}
+	}
 	return c, nil
 }
 
@@ -101,6 +128,7 @@ func (c *Core) Skipped() (map[string]uint64, error) {
 	out := map[string]uint64{}
 	for name, f := range map[string]func() (uint64, error){
 		"identities": c.Identities.Skipped, "missions": c.Missions.Skipped, "game": c.GameState.Skipped,
+		"servicenet": c.Receipts.Skipped,
 	} {
 		n, err := f()
 		if err != nil {

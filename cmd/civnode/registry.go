@@ -1,0 +1,50 @@
+package main
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/civnode/civnode/commands/servicenet"
+	"github.com/civnode/civnode/eventlog"
+)
+
+// DefaultRegistryURL is the official agent registry, {registry_url} of the
+// spec: serve --registry-url's default.
+const DefaultRegistryURL = "https://registry.civnode.net"
+
+// registryReadTimeout bounds one registry call of serve's proxy: below the
+// HTTP server's registry route timeout, so that a registry that hangs is a 504
+// registry_timeout, not the server's own 503.
+const registryReadTimeout = 20 * time.Second
+
+// openRegistry builds the registry client of serve. It does not contact the
+// registry: a node whose registry is down starts and serves everything else,
+// and the proxy answers 502 until the registry is back. The node's registry
+// credential is <data-dir>/registry.credential, when the operator has put one
+// there; without it the node still signs every request with its key.
+func openRegistry(d dataDir, url string, key ed25519.PrivateKey, logger *slog.Logger) (*servicenet.Client, error) {
+	cred, err := readSecretFile(d.registryCredentialPath(), logger)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		logger.Info("no registry credential; registry requests carry only the node's signature", "path", d.registryCredentialPath())
+	case err != nil:
+		return nil, fmt.Errorf("read registry credential: %w", err)
+	}
+	c, err := servicenet.New(servicenet.Config{
+		BaseURL:     url,
+		Credential:  strings.TrimSpace(string(cred)),
+		NodeDID:     eventlog.DIDKey(key.Public().(ed25519.PublicKey)),
+		Sign:        func(msg []byte) []byte { return ed25519.Sign(key, msg) },
+		ReadTimeout: registryReadTimeout,
+		Logger:      logger.With("component", "registry"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("--registry-url: %w", err)
+	}
+	return c, nil
+}

@@ -1,0 +1,138 @@
+package commands
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"strings"
+	"time"
+
+	"github.com/civnode/civnode/commands/servicenet"
+	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/eventlog/events"
+)
+
+// payment is an authorized x402 payment: what the chain records of it and
+// the header that carries its signature to the registry.
+type payment struct {
+	auth   events.PaymentAuthorized
+	header servicenet.PaymentHeader
+}
+
+// receipt is the payment.settled payload of p's settlement.
+func (p *payment) receipt(s *servicenet.SettlementResponse) events.PaymentReceipt {
+	raw := s.Raw
+	if len(raw) == 0 {
+		raw, _ = json.Marshal(s)
+	}
+	return events.PaymentReceipt{PaymentID: p.auth.PaymentID, Rail: events.RailX402, AgentID: p.auth.AgentID,
+		AccountRef: p.auth.AccountRef, Payer: p.auth.Payer, Network: p.auth.Network, Asset: p.auth.Asset,
+		Amount: p.auth.Amount, Success: s.Success, Transaction: s.Transaction, Receipt: raw}
+}
+
+// pay answers a registry's 402: it picks the requirement on the requested
+// network, checks it against the card and the account's limits, records
+// payment.authorized, and only then signs. A payment the limits refuse is
+// never signed.
+func (c *Servicenet) pay(ctx context.Context, a Actor, agentID string, card servicenet.Card, st *settlement, pr *servicenet.PaymentRequired) (*payment, error) {
+	req, err := pr.Select(st.network)
+	if err != nil {
+		return nil, &Error{Kind: KindInvalid, Code: "network_not_accepted", Field: "settlement.request.network", Message: err.Error()}
+	}
+	if err := checkPricing(card, req); err != nil {
+		return nil, err
+	}
+	amount, ok := new(big.Int).SetString(req.Amount, 10)
+	if !ok || amount.Sign() < 0 {
+		return nil, &Error{Kind: KindUpstream, Code: "registry_bad_response", Message: fmt.Sprintf("payment amount %q is not a decimal integer", req.Amount)}
+	}
+	acct := st.account
+	if acct.MaxPerPayment != nil && amount.Cmp(acct.MaxPerPayment) > 0 {
+		return nil, spendingLimit(fmt.Sprintf("the registry asks %s, over the max_per_payment %s of payment account %s", amount, acct.MaxPerPayment, acct.Ref),
+			amount, "max_per_payment", acct.MaxPerPayment)
+	}
+	wallet, err := c.accounts.Wallet(acct.Ref)
+	if err != nil {
+		return nil, fmt.Errorf("open payment account %s: %w", acct.Ref, err)
+	}
+	if !strings.EqualFold(wallet.Address(), acct.Address) {
+		return nil, fmt.Errorf("the key of payment account %s is for %s, not the recorded %s", acct.Ref, wallet.Address(), acct.Address)
+	}
+	var nonce [32]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return nil, fmt.Errorf("payment nonce: %w", err)
+	}
+	auth, err := servicenet.NewAuthorization(req, wallet.Address(), c.now(), nonce)
+	if err != nil {
+		return nil, &Error{Kind: KindUpstream, Code: "registry_bad_response", Message: "payment requirement: " + err.Error()}
+	}
+	id, err := newPaymentID()
+	if err != nil {
+		return nil, err
+	}
+	pa := events.PaymentAuthorized{PaymentID: id, Rail: events.RailX402, Scheme: req.Scheme, X402Version: pr.Version,
+		AgentID: agentID, AuthorizedBy: actorDID(a, c.log.NodeDID()), AccountRef: acct.Ref, Payer: wallet.Address(),
+		PayTo: req.PayTo, Asset: req.Asset, Network: req.Network, Amount: amount.String(),
+		Nonce: "0x" + hex.EncodeToString(nonce[:]), ValidAfter: auth.ValidAfter.Int64(), ValidBefore: auth.ValidBefore.Int64()}
+	_, err = c.log.Decide(ctx, func() ([]eventlog.Draft, error) {
+		if acct.MaxPerDay != nil {
+			day := c.now().UTC().Format(time.DateOnly)
+			spent, err := c.model.DaySpent(acct.Ref, day)
+			if err != nil {
+				return nil, err
+			}
+			if total := new(big.Int).Add(spent, amount); total.Cmp(acct.MaxPerDay) > 0 {
+				return nil, spendingLimit(fmt.Sprintf("paying %s would take payment account %s to %s on %s (UTC), over its max_per_day %s",
+					amount, acct.Ref, total, day, acct.MaxPerDay), amount, "max_per_day", acct.MaxPerDay)
+			}
+		}
+		return []eventlog.Draft{{Type: events.TypePaymentAuthorized, Payload: pa}}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sig, err := wallet.SignTransferAuthorization(ctx, auth)
+	if err != nil {
+		return nil, fmt.Errorf("sign payment %s: %w", id, err)
+	}
+	header, err := servicenet.PaymentHeaderFor(pr, req, auth, sig)
+	if err != nil {
+		return nil, fmt.Errorf("payment header %s: %w", id, err)
+	}
+	return &payment{auth: pa, header: header}, nil
+}
+
+// checkPricing holds a requirement to what the card advertises: the asset
+// and network its pricing names, when it names them. A registry that asks for
+// another asset than it advertised is not paid.
+func checkPricing(card servicenet.Card, req servicenet.Requirement) error {
+	var p struct {
+		Asset   string `json:"asset"`
+		Network string `json:"network"`
+	}
+	if len(card.Pricing) == 0 || json.Unmarshal(card.Pricing, &p) != nil {
+		return nil
+	}
+	if p.Asset != "" && !strings.EqualFold(p.Asset, req.Asset) {
+		return &Error{Kind: KindUpstream, Code: "payment_mismatch",
+			Message: fmt.Sprintf("the registry asks for asset %s, but agent %s is priced in %s; nothing was signed", req.Asset, card.AgentID, p.Asset)}
+	}
+	if p.Network != "" {
+		want, err1 := servicenet.ChainID(p.Network)
+		got, err2 := servicenet.ChainID(req.Network)
+		if err1 == nil && err2 == nil && want.Cmp(got) != 0 {
+			return &Error{Kind: KindUpstream, Code: "payment_mismatch",
+				Message: fmt.Sprintf("the registry asks for payment on %s, but agent %s is priced on %s; nothing was signed", req.Network, card.AgentID, p.Network)}
+		}
+	}
+	return nil
+}
+
+func spendingLimit(msg string, amount *big.Int, limit string, max *big.Int) error {
+	return &Error{Kind: KindForbidden, Code: "spending_limit", Field: "settlement.request.payment_account_ref",
+		Message: msg + "; nothing was signed",
+		Details: map[string]any{"amount": amount.String(), "limit": limit, "max": max.String()}}
+}

@@ -1,0 +1,4 @@
+package http
+
+// mcpRoutes registers POST /mcp (being written).
+func (s *Server) mcpRoutes() {}
