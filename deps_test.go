@@ -32,6 +32,7 @@ var thirdParty = map[string][]string{
 	"github.com/julienschmidt/httprouter": {"http"},
 	"github.com/coder/websocket":          {"http", "stream", "cmd"}, // cmd: the bench's stream clients
 	"github.com/modelcontextprotocol/":    {"http"},
+	"github.com/google/jsonschema-go":     {"http"}, // the MCP tools' input schemas
 	"github.com/spf13/cobra":              {"cmd"},
 	"github.com/schollz/progressbar":      {"cmd"},
 	// One canonical JSON encoder: eventlog's, which a fuzzer holds equal to
@@ -44,7 +45,7 @@ var thirdParty = map[string][]string{
 	"github.com/go-json-experiment/json": {"http"},
 	// x402 payments: EIP-712 hashing and secp256k1 signing, behind the
 	// registry client's Wallet interface.
-	"github.com/ethereum/go-ethereum": {"commands"},
+	"github.com/ethereum/go-ethereum": {"commands", "cmd"},
 	// An invoke's input is checked against its agent's schema by the command.
 	"github.com/santhosh-tekuri/jsonschema": {"commands"},
 }

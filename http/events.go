@@ -1,8 +1,11 @@
 package http
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/julienschmidt/httprouter"
@@ -26,26 +29,46 @@ import (
 // signed. The loop stops with the request's context, and on the first failed
 // write (a handler past its timeout writes nowhere).
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	q := r.URL.Query()
-	limit, err := queryLimit(q)
+	qry, err := eventsQuery(r.URL.Query())
 	if err != nil {
 		return err
+	}
+	setJSONHeaders(w.Header())
+	full, err := s.writeEvents(r.Context(), w, qry)
+	if full {
+		// Timed handlers write into a buffer that is sent only once they return
+		// (timeout.go), so a header set after the body still goes out.
+		w.Header().Set(PageTruncatedHeader, "true")
+	}
+	return err
+}
+
+// eventsQuery parses the query of GET /v1/events (and the arguments of the
+// query_events tool, given as the same parameters).
+func eventsQuery(q url.Values) (eventlog.Query, error) {
+	limit, err := queryLimit(q)
+	if err != nil {
+		return eventlog.Query{}, err
 	}
 	since, err := querySince(q)
 	if err != nil {
-		return err
+		return eventlog.Query{}, err
 	}
 	typ, err := queryFilter(q, "type")
 	if err != nil {
-		return err
+		return eventlog.Query{}, err
 	}
-	ctx := r.Context()
-	setJSONHeaders(w.Header())
+	return eventlog.Query{Since: since, Type: typ, Limit: limit}, nil
+}
+
+// writeEvents writes the body of an events page to w, the events as stored;
+// full reports that the byte budget ended the page before its limit.
+func (s *Server) writeEvents(ctx context.Context, w io.Writer, qry eventlog.Query) (full bool, err error) {
 	if _, err := w.Write(eventsOpen); err != nil {
-		return err
+		return false, err
 	}
 	page := newListWriter(w, s.pageBytes, len(eventsOpen), eventsCloseMax)
-	total, err := s.log.QueryRaw(ctx, eventlog.Query{Since: since, Type: typ, Limit: limit}, func(seq uint64, raw []byte) (bool, error) {
+	total, err := s.log.QueryRaw(ctx, qry, func(seq uint64, raw []byte) (bool, error) {
 		if s.eventsProgress != nil {
 			s.eventsProgress(ctx, seq)
 		}
@@ -54,21 +77,16 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, _ httprout
 	if err != nil {
 		if ctx.Err() != nil {
 			// Timed out or the client went away; a failed write is only a symptom.
-			return ctx.Err()
+			return false, ctx.Err()
 		}
-		return fmt.Errorf("query events: %w", err)
-	}
-	if page.full {
-		// Timed handlers write into a buffer that is sent only once they return
-		// (timeout.go), so a header set after the body still goes out.
-		w.Header().Set(PageTruncatedHeader, "true")
+		return false, fmt.Errorf("query events: %w", err)
 	}
 	closing := make([]byte, 0, eventsCloseMax)
 	closing = append(closing, `],"total":`...)
 	closing = strconv.AppendUint(closing, total, 10)
 	closing = append(closing, "}\n"...)
 	_, err = w.Write(closing)
-	return err
+	return page.full, err
 }
 
 var eventsOpen = []byte(`{"events":[`)

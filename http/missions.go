@@ -51,15 +51,25 @@ type missionsResponse struct {
 }
 
 func (s *Server) handleListMissions(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	f, cursor, limit, err := s.missionListQuery(r.URL.Query())
+	page, err := s.listMissions(r.URL.Query())
 	if err != nil {
 		return err
 	}
+	return writeJSON(w, page)
+}
+
+// listMissions is the page of GET /v1/core/missions (and of the list_missions
+// tool) that the query q asks for.
+func (s *Server) listMissions(q url.Values) (missionsResponse, error) {
+	f, cursor, limit, err := s.missionListQuery(q)
+	if err != nil {
+		return missionsResponse{}, err
+	}
 	ms, next, err := s.missions.List(f, projections.Page{Cursor: cursor, Limit: limit, Bytes: s.pageBytes})
 	if err != nil {
-		return cursorError(err)
+		return missionsResponse{}, cursorError(err)
 	}
-	return writeJSON(w, missionsResponse{Missions: ms, NextCursor: nullable(next)})
+	return missionsResponse{Missions: ms, NextCursor: nullable(next)}, nil
 }
 
 // missionListQuery parses the filters and paging the mission lists share.
@@ -121,14 +131,24 @@ func (s *Server) handleGetMission(w http.ResponseWriter, r *http.Request, ps htt
 	if id == myMissions {
 		return s.handleMyMissions(w, r)
 	}
-	rec, ok, err := s.missions.Mission(id)
+	rec, err := s.missionByID(id)
 	if err != nil {
 		return err
 	}
-	if !ok {
-		return errMissionNotFound(id)
-	}
 	return writeJSON(w, rec)
+}
+
+// missionByID is the record of GET /v1/core/missions/{mission_id} (and of the
+// get_mission tool): 404 mission_not_found for an unknown id.
+func (s *Server) missionByID(id string) (projections.MissionRecord, error) {
+	rec, ok, err := s.missions.Mission(id)
+	if err != nil {
+		return projections.MissionRecord{}, err
+	}
+	if !ok {
+		return projections.MissionRecord{}, errMissionNotFound(id)
+	}
+	return rec, nil
 }
 
 // myMissionsResponse is GET /v1/core/missions/my.
@@ -194,16 +214,26 @@ func missionTransition[In any](s *Server, step func(context.Context, commands.Ac
 
 // writeMission answers a write with the mission's full record.
 func (s *Server) writeMission(w http.ResponseWriter, missionID string) error {
-	rec, ok, err := s.missions.Mission(missionID)
+	rec, err := s.writtenMission(missionID)
 	if err != nil {
 		return err
+	}
+	return writeJSON(w, rec)
+}
+
+// writtenMission is the full record of a mission a command has just written,
+// the answer of every mission write (HTTP and MCP alike).
+func (s *Server) writtenMission(missionID string) (projections.MissionRecord, error) {
+	rec, ok, err := s.missions.Mission(missionID)
+	if err != nil {
+		return projections.MissionRecord{}, err
 	}
 	if !ok {
 		// Appended but not in the read model: the log does not fold into it,
 		// a wiring fault (500).
-		return fmt.Errorf("mission %s: appended but not in the read model", missionID)
+		return projections.MissionRecord{}, fmt.Errorf("mission %s: appended but not in the read model", missionID)
 	}
-	return writeJSON(w, rec)
+	return rec, nil
 }
 
 func errMissionNotFound(id string) error {
