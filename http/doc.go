@@ -86,6 +86,24 @@
 // published as a stream.ExportNotice. GET /v1/client/network/status and the
 // network object of GET /v1/state report the NATS server (network.go).
 //
+// # Registry proxy and MCP
+//
+// With Options.Servicenet the /v1/core/servicenet routes proxy the agent
+// registry (servicenet.go; docs/servicenet.md). They wait on the registry, so
+// they run under registryHandlerTimeout (routeRegistry), long enough for the
+// registry client's own time-outs to answer 502/504 first. With
+// Options.PaymentAccounts the owner manages payment accounts at
+// /v1/admin/payment-accounts; no answer ever holds a key.
+//
+// POST /mcp (mcp.go, mcp_tools.go; docs/mcp.md) is the exception to "every
+// body is one JSON object of ours": it speaks MCP's Streamable HTTP, JSON-RPC
+// 2.0 through the official Go SDK in stateless mode with JSON responses, and a
+// notification is answered 202 with no body. It authenticates like every
+// route and then each tool admits exactly the token kinds of its HTTP route and
+// calls the same commands and read models, so a tool's structuredContent is
+// the route's body and a refused tool call carries the route's error body.
+// The SDK's own transport errors are rewritten to the JSON error shape.
+//
 // # Logging
 //
 // Every request is logged at Debug with method, path, status and duration. Headers

@@ -48,6 +48,9 @@ const (
 	codeTimeout             = "timeout"
 	codeCanceled            = "canceled"
 	codeUpgradeRequired     = "upgrade_required"
+	// The MCP transport's own refusals (mcp.go).
+	codeForbidden            = "forbidden"
+	codeUnsupportedMediaType = "unsupported_media_type"
 )
 
 // Codes of the answers net/http writes itself, rewritten to JSON (protocol.go).

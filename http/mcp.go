@@ -150,12 +150,6 @@ func (w *mcpResponseWriter) Write(p []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection.
 func (w *mcpResponseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// Codes of the transport's own refusals that errors.go has no constant for.
-const (
-	codeForbidden            = "forbidden"
-	codeUnsupportedMediaType = "unsupported_media_type"
-)
-
 // transportError is the error for a held-back plain-text answer, nil if
 // there was none. Server faults keep their detail for the log.
 func (w *mcpResponseWriter) transportError(bodyLimit int64) error {
