@@ -34,6 +34,10 @@
 //	control.sock   while serve runs: a unix socket (0600) serving the API, the
 //	               CLI's way to the running node (nodechannel.go); a stale one is
 //	               replaced at start, a clean stop removes it
+//	wallets/       payment accounts' keys, one REF.key (0600) per civnode wallet
+//	               create; the directory is 0700
+//	registry.credential  optional, put there by the operator: the node's bearer
+//	               credential for the agent registry (registry.go)
 //
 // Secrets are written to a temporary file and linked into place, so a crash never
 // leaves a half-written key and two first starts cannot both create one. A key or
@@ -47,8 +51,9 @@
 // open the database themselves, so they fail with a clear message while a node
 // runs on the same dir; verify the node's HTTP export instead.
 //
-// token is the one command that works while the node runs: when the data dir is
-// in use it calls the node's admin endpoints (/v1/admin/tokens) with the owner
+// token and wallet are the commands that work while the node runs: when the data
+// dir is in use they call the node's admin endpoints (/v1/admin/tokens,
+// /v1/admin/payment-accounts) with the owner
 // token from control.token, so the change takes effect in the running node at
 // once; otherwise it opens the data dir itself. It reaches the node through
 // control.sock, or else over TCP at --addr once the node there has signed a fresh
