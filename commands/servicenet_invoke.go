@@ -277,7 +277,9 @@ func (c *Servicenet) recordInvoked(ctx context.Context, a Actor, agentID string,
 	if paid != nil && resp.Settlement != nil && resp.Settlement.Success {
 		drafts = append(drafts, eventlog.Draft{Type: events.TypePaymentSettled, Payload: paid.receipt(resp.Settlement)})
 	}
-	evs, err := c.log.Decide(ctx, func() ([]eventlog.Draft, error) {
+	// The registry has accepted, and may have been paid: that is recorded
+	// even if the caller has gone meanwhile, or its receipt would be lost.
+	evs, err := c.log.Decide(context.WithoutCancel(ctx), func() ([]eventlog.Draft, error) {
 		if resp.Status == servicenet.StatusAccepted {
 			if _, ok, err := c.model.ReceiptRef(resp.ReceiptID); err != nil {
 				return nil, err

@@ -132,8 +132,8 @@ func (r WaitResult) Body() any {
 
 // InvokeAndWait invokes and, when the registry accepts a task, polls it with
 // backoff until it ends or wait passes (invoke_servicenet_agent_sync). A
-// task still running then is returned as it stands; its receipt lets the
-// caller go on polling.
+// task still running then, or one whose poll failed, is returned as last
+// seen; its receipt lets the caller go on polling.
 func (c *Servicenet) InvokeAndWait(ctx context.Context, a Actor, agentID string, in InvokeInput, wait time.Duration) (WaitResult, error) {
 	res, err := c.Invoke(ctx, a, agentID, in)
 	if err != nil || res.Status != servicenet.StatusAccepted {
@@ -151,12 +151,17 @@ func (c *Servicenet) InvokeAndWait(ctx context.Context, a Actor, agentID string,
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return WaitResult{}, ctx.Err()
+			// Not an error: the invocation is recorded and may be paid for,
+			// and an error would read as a failed call and be repeated. The
+			// task as last seen, with its receipt, lets the caller poll on.
+			return WaitResult{Invoke: res, AgentID: agentID, Task: &t}, nil
 		case <-timer.C:
 		}
 		next, err := c.Task(ctx, a, agentID, res.TaskID)
 		if err != nil {
-			return WaitResult{}, err
+			// The same: a failed poll, or the caller's time running out
+			// during it, ends the wait with the task as last seen.
+			return WaitResult{Invoke: res, AgentID: agentID, Task: &t}, nil
 		}
 		t = next
 		if t.Terminal() {

@@ -17,10 +17,17 @@ import (
 // spec: serve --registry-url's default.
 const DefaultRegistryURL = "https://registry.civnode.net"
 
-// registryReadTimeout bounds one registry call of serve's proxy: below the
-// HTTP server's registry route timeout, so that a registry that hangs is a 504
-// registry_timeout, not the server's own 503.
-const registryReadTimeout = 20 * time.Second
+// registryReadTimeout bounds one registry call of serve's proxy, and
+// registryReadRetries the extra attempts of a read (agents, card, task). A
+// read the registry never answers takes (1+registryReadRetries) attempts of
+// registryReadTimeout and one backoff of at most 200 ms, about 40 s: inside the
+// HTTP server's registry route timeout (60 s), so that a registry that hangs is
+// a 504 registry_timeout, not the server's own 503. The client's default of 3
+// retries would take 80 s, and every invoke reads the card first.
+const (
+	registryReadTimeout = 20 * time.Second
+	registryReadRetries = 1
+)
 
 // openRegistry builds the registry client of serve. It does not contact the
 // registry: a node whose registry is down starts and serves everything else,
@@ -41,6 +48,7 @@ func openRegistry(d dataDir, url string, key ed25519.PrivateKey, logger *slog.Lo
 		NodeDID:     eventlog.DIDKey(key.Public().(ed25519.PublicKey)),
 		Sign:        func(msg []byte) []byte { return ed25519.Sign(key, msg) },
 		ReadTimeout: registryReadTimeout,
+		Retries:     registryReadRetries,
 		Logger:      logger.With("component", "registry"),
 	})
 	if err != nil {
