@@ -238,6 +238,13 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, _ httprout
 		return fmt.Errorf("stream: subscribe: %w", err)
 	}
 	defer func() { c.sub.Close() }()
+	if !c.replay {
+		// Live only: events the log committed before the subscription was in
+		// place may still be on their way to it (OnCommit runs after the tip
+		// moves). They came before the client did, so a tip read now is the
+		// floor; every event above it is published after this point.
+		c.floor = s.log.Tip().Seq
+	}
 
 	// net/http's deadlines for this request stay on the connection once it is
 	// hijacked; the stream sets its own bounds (write timeout, keepalive).
