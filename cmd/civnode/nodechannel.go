@@ -51,7 +51,7 @@ type nodeChannel struct {
 	dialer *provenDialer
 }
 
-// Bounds of the channel's set-up; onlineTimeout (token_online.go) bounds each
+// Bounds of the channel's set-up; onlineTimeout (nodechannel_admin.go) bounds each
 // request once the channel is open.
 const (
 	socketDialTimeout = 2 * time.Second

@@ -7,9 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/civnode/civnode/commands"
 )
+
+// onlineTimeout bounds one admin request; the node's handler timeout is shorter.
+const onlineTimeout = 30 * time.Second
 
 // adminResponseLimit bounds what is read of an answer; a token or account
 // list is small.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/commands"
 )
 
@@ -150,7 +151,18 @@ func (m *Main) newTokenListCommand(g *globals, cfg *tokenConfig) *cobra.Command 
 
 // withTokenAdmin runs do against the running node of the data dir if there is
 // one, else against the data dir itself.
-func (m *Main) withTokenAdmin(ctx context.Context, g *globals, cfg *tokenConfig, do func(context.Context, tokenAdmin) error) (err error) {
+func (m *Main) withTokenAdmin(ctx context.Context, g *globals, cfg *tokenConfig, do func(context.Context, tokenAdmin) error) error {
+	return m.withNodeAdmin(ctx, g, cfg,
+		func(ctx context.Context, node *core.Core) error { return do(ctx, offlineTokens{node.Tokens}) },
+		func(ctx context.Context, ch *nodeChannel) error { return do(ctx, &onlineTokens{ch: ch}) })
+}
+
+// withNodeAdmin runs online against the node running on the data dir, through
+// its admin endpoints, when one runs (the node holds the database), and
+// offline against the data dir itself when none does: the two ways of working
+// of token and wallet.
+func (m *Main) withNodeAdmin(ctx context.Context, g *globals, cfg *tokenConfig,
+	offline func(context.Context, *core.Core) error, online func(context.Context, *nodeChannel) error) (err error) {
 	logger, err := m.logger(g)
 	if err != nil {
 		return err
@@ -161,13 +173,13 @@ func (m *Main) withTokenAdmin(ctx context.Context, g *globals, cfg *tokenConfig,
 	}
 	node, err := dir.openCore(ctx, logger)
 	if errors.Is(err, errDataDirInUse) {
-		online, err := newOnlineTokens(ctx, dir, cfg.addr, logger)
+		ch, err := openNodeChannel(ctx, dir, cfg.addr, logger)
 		if err != nil {
 			return err
 		}
-		defer online.Close()
-		logger.Debug("a node runs on the data dir; using its admin endpoints", "via", online.ch.Via)
-		return do(ctx, online)
+		defer ch.Close()
+		logger.Debug("a node runs on the data dir; using its admin endpoints", "via", ch.Via)
+		return online(ctx, ch)
 	}
 	if err != nil {
 		return err
@@ -177,7 +189,7 @@ func (m *Main) withTokenAdmin(ctx context.Context, g *globals, cfg *tokenConfig,
 			err = fmt.Errorf("close event log: %w", cerr)
 		}
 	}()
-	return do(ctx, offlineTokens{node.Tokens})
+	return offline(ctx, node)
 }
 
 // printIssued prints the secret alone on stdout, so that $(civnode token create …)

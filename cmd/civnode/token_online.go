@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"time"
@@ -20,22 +19,6 @@ import (
 type onlineTokens struct {
 	ch *nodeChannel
 }
-
-// onlineTimeout bounds one admin request; the node's handler timeout is shorter.
-const onlineTimeout = 30 * time.Second
-
-// newOnlineTokens opens the channel to the node running on dir; the caller
-// closes it.
-func newOnlineTokens(ctx context.Context, dir dataDir, addr string, logger *slog.Logger) (*onlineTokens, error) {
-	ch, err := openNodeChannel(ctx, dir, addr, logger)
-	if err != nil {
-		return nil, err
-	}
-	return &onlineTokens{ch: ch}, nil
-}
-
-// Close closes the connections to the node.
-func (o *onlineTokens) Close() { o.ch.Close() }
 
 // tokenJSON is a token as the admin endpoints answer it.
 type tokenJSON struct {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/commands"
 )
 
@@ -101,34 +101,12 @@ func (m *Main) newWalletListCommand(g *globals, cfg *tokenConfig) *cobra.Command
 
 // withWalletAdmin runs do against the running node of the data dir if there
 // is one, else against the data dir itself.
-func (m *Main) withWalletAdmin(ctx context.Context, g *globals, cfg *tokenConfig, do func(context.Context, walletAdmin) error) (err error) {
-	logger, err := m.logger(g)
-	if err != nil {
-		return err
-	}
-	dir, err := m.resolveDataDir(cfg.dataDir)
-	if err != nil {
-		return err
-	}
-	node, err := dir.openCore(ctx, logger)
-	if errors.Is(err, errDataDirInUse) {
-		ch, err := openNodeChannel(ctx, dir, cfg.addr, logger)
-		if err != nil {
-			return err
-		}
-		defer ch.Close()
-		logger.Debug("a node runs on the data dir; using its admin endpoints", "via", ch.Via)
-		return do(ctx, onlineWallets{ch})
-	}
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := node.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close event log: %w", cerr)
-		}
-	}()
-	return do(ctx, offlineWallets{node.PaymentAccounts, node.Log.NodeDID()})
+func (m *Main) withWalletAdmin(ctx context.Context, g *globals, cfg *tokenConfig, do func(context.Context, walletAdmin) error) error {
+	return m.withNodeAdmin(ctx, g, cfg,
+		func(ctx context.Context, node *core.Core) error {
+			return do(ctx, offlineWallets{node.PaymentAccounts, node.Log.NodeDID()})
+		},
+		func(ctx context.Context, ch *nodeChannel) error { return do(ctx, onlineWallets{ch}) })
 }
 
 // printCreatedAccount prints the address alone on stdout, so that
