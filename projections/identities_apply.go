@@ -26,6 +26,8 @@ func foldIdentity(w writer, ev *eventlog.Event) error {
 		return applyClaim(w, ev)
 	case events.TypePaymentSettled:
 		return applyIdentityPayment(w, ev)
+	case events.TypeOracleSettled:
+		return applyOracleTransfer(w, ev)
 	default:
 		return errNotOurs
 	}
@@ -91,7 +93,7 @@ func applyBootstrapped(w writer, ev *eventlog.Event) error {
 		return fmt.Errorf("public_id %s is taken", pl.PublicID)
 	}
 	id := &identityState{
-		Seq: ev.Seq, DID: pl.AgentDID, PublicID: pl.PublicID, DisplayName: pl.DisplayName,
+		Seq: ev.Seq, DID: pl.AgentDID, PublicID: pl.PublicID, DisplayName: pl.DisplayName, KeySalt: pl.KeySalt,
 		Capabilities: []string{}, Subnets: []string{},
 		CreatedAt: ev.Timestamp, UpdatedAt: ev.Timestamp,
 		Profile: profileState{ProfileUpdated: events.ProfileUpdated{AgentDID: pl.AgentDID}, UpdatedAt: ev.Timestamp},
@@ -301,4 +303,35 @@ func compareSeq(a, b uint64) int {
 		return 1
 	}
 	return 0
+}
+
+// applyOracleTransfer moves a paid pull's price from the subscriber's credit
+// to the publisher's: the same balances mission rewards are paid into. The
+// node-wide totals do not change. A subscriber without the credit is refused;
+// the oracle commands never append such a transfer.
+func applyOracleTransfer(w writer, ev *eventlog.Event) error {
+	var pl events.OracleSettled
+	if err := decodePayload(ev, &pl); err != nil {
+		return err
+	}
+	if pl.Price < 0 || pl.SubscriberDID == pl.PublisherDID {
+		return fmt.Errorf("oracle transfer of %d credits from %s to %s", pl.Price, pl.SubscriberDID, pl.PublisherDID)
+	}
+	from, err := agent(w, pl.SubscriberDID)
+	if err != nil {
+		return err
+	}
+	to, err := agent(w, pl.PublisherDID)
+	if err != nil {
+		return err
+	}
+	if from.Stats.Credit < pl.Price {
+		return fmt.Errorf("%s has %d credits, less than the %d it pays", pl.SubscriberDID, from.Stats.Credit, pl.Price)
+	}
+	from.Stats.Credit -= pl.Price
+	to.Stats.Credit += pl.Price
+	if err := saveIdentity(w, from, ev); err != nil {
+		return err
+	}
+	return saveIdentity(w, to, ev)
 }

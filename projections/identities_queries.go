@@ -150,3 +150,24 @@ func (p *Identities) PublicIDOf(agentDID string) (string, bool, error) {
 	}
 	return id.PublicID, true, nil
 }
+
+// KeySalt returns the key_salt of a bootstrapped identity, from which the
+// node derives its key; ok is false for an unknown identity or one imported
+// with a key of its own (commands.OracleIdentities).
+func (p *Identities) KeySalt(agentDID string) (string, bool, error) {
+	id, ok, err := p.identity(agentDID)
+	if !ok || err != nil || id.KeySalt == "" {
+		return "", false, err
+	}
+	return id.KeySalt, true, nil
+}
+
+// Credit returns an identity's credit balance: what missions paid it, plus
+// what oracle pulls paid it, less what its pulls cost; 0 for an unknown one.
+func (p *Identities) Credit(agentDID string) (int64, error) {
+	id, ok, err := p.identity(agentDID)
+	if !ok || err != nil {
+		return 0, err
+	}
+	return id.Stats.Credit, nil
+}

@@ -50,7 +50,9 @@ type ProfileRecord struct {
 }
 
 // Stats are an agent's runtime statistics: what the payment.settled events of
-// its settled missions paid it, and how many there were.
+// its settled missions paid it, and how many there were. Credit also moves
+// with the oracle: oracle.settled pays a pull's price from the subscriber's
+// credit to the publisher's.
 type Stats struct {
 	Credit            int64 `json:"credit"`
 	Reputation        int64 `json:"reputation"`
@@ -67,10 +69,13 @@ type SupervisedIdentity struct {
 
 // identityState is an identity as the model stores it (key i/r).
 type identityState struct {
-	Seq           uint64        `json:"seq"` // of identity.bootstrapped: the creation order
-	DID           string        `json:"did"`
-	PublicID      string        `json:"public_id"`
-	DisplayName   string        `json:"display_name"`
+	Seq         uint64 `json:"seq"` // of identity.bootstrapped: the creation order
+	DID         string `json:"did"`
+	PublicID    string `json:"public_id"`
+	DisplayName string `json:"display_name"`
+	// KeySalt is the salt the identity's key is derived from (empty for an
+	// identity imported with a key of its own); never shown in a record.
+	KeySalt       string        `json:"key_salt,omitempty"`
 	ModelProvider *string       `json:"model_provider"`
 	Capabilities  []string      `json:"capabilities"`
 	WalletAdapter *string       `json:"wallet_adapter"`

@@ -20,11 +20,14 @@ type Core struct {
 	GameState  *projections.Game
 	// Receipts is the registry proxy's read model: receipts and payments.
 	Receipts *projections.Servicenet
+	// Feeds is the oracle's read model.
+	Feeds *projections.Oracle
 
 	Identity *commands.Identity
 	Mission  *commands.Mission
 	Game     *commands.Game
 	Tokens   *commands.Tokens
+	Oracle   *commands.Oracle
 	// PaymentAccounts is nil without Config.Keys; Servicenet is nil without
 	// Config.Registry and Config.Keys.
 	PaymentAccounts *commands.PaymentAccounts
@@ -40,6 +43,8 @@ var (
 	_ commands.MissionReader    = (*projections.Missions)(nil)
 	_ commands.GameReader       = (*projections.Game)(nil)
 	_ commands.ServicenetReader = (*projections.Servicenet)(nil)
+	_ commands.OracleReader     = (*projections.Oracle)(nil)
+	_ commands.OracleIdentities = (*projections.Identities)(nil)
 )
 
 // Config is what the commands need beyond the log.
@@ -81,6 +86,7 @@ func Open(opts eventlog.Options, cfg Config) (c *Core, err error) {
 		Missions:   projections.NewMissions(l),
 		GameState:  projections.NewGame(l),
 		Receipts:   projections.NewServicenet(l),
+		Feeds:      projections.NewOracle(l),
 	}
 	ids, missions, game := c.Identities.Decisions(), c.Missions.Decisions(), c.GameState.Decisions()
 	c.Identity, err = commands.NewIdentity(commands.IdentityOptions{
@@ -105,6 +111,12 @@ func Open(opts eventlog.Options, cfg Config) (c *Core, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("token service: %w", err)
 	}
+	c.Oracle, err = commands.NewOracle(commands.OracleOptions{
+		Log: l, NodeKey: opts.Key, Feeds: c.Feeds.Decisions(), Identities: ids, Auditor: l,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("oracle commands: %w", err)
+	}
 	if cfg.Keys != nil {
 		c.PaymentAccounts, err = commands.NewPaymentAccounts(commands.PaymentAccountsOptions{Store: l, Auditor: l, Keys: cfg.Keys})
 		if err != nil {
@@ -128,7 +140,7 @@ func (c *Core) Skipped() (map[string]uint64, error) {
 	out := map[string]uint64{}
 	for name, f := range map[string]func() (uint64, error){
 		"identities": c.Identities.Skipped, "missions": c.Missions.Skipped, "game": c.GameState.Skipped,
-		"servicenet": c.Receipts.Skipped,
+		"servicenet": c.Receipts.Skipped, "oracle": c.Feeds.Skipped,
 	} {
 		n, err := f()
 		if err != nil {
