@@ -128,7 +128,10 @@ type Server struct {
 	payments        *commands.PaymentAccounts
 	mcp             http.Handler // POST /mcp (mcp.go)
 	router          *httprouter.Router
-	handler         http.Handler
+	// routeTable lists every registered "METHOD /path", for tests that hold
+	// the API's surface (the oracle has no route).
+	routeTable []string
+	handler    http.Handler
 
 	// Server limits, fields so tests can shorten them.
 	readTimeout     time.Duration
@@ -343,6 +346,7 @@ func (s *Server) handle(method, path string, h handler, flags routeFlags) {
 		next = s.withTimeout(next)
 	}
 	s.router.Handle(method, path, next)
+	s.routeTable = append(s.routeTable, method+" "+path)
 	if method == http.MethodGet {
 		// HEAD is GET without the body (RFC 9110 §9.3.2); net/http drops what the
 		// handler writes, so the headers, Content-Length included, are GET's.
