@@ -23,7 +23,8 @@ type Subscription struct {
 }
 
 // Subscribe appends oracle.subscribed. Subscribing again changes max_price;
-// what was paid for stays paid for.
+// what was paid for stays paid for. Subscribing again with the same max_price
+// changes nothing and appends nothing: it answers the subscription as it is.
 func (o *Oracle) Subscribe(ctx context.Context, a Actor, auditActor string, in SubscribeInput) (Subscription, error) {
 	if err := checkFeed(in.Feed); err != nil {
 		return Subscription{}, err
@@ -36,6 +37,7 @@ func (o *Oracle) Subscribe(ctx context.Context, a Actor, auditActor string, in S
 		return Subscription{}, err
 	}
 	pl := events.OracleSubscribed{Feed: in.Feed, Subscriber: sub.PublicID, SubscriberDID: sub.AgentDID, MaxPrice: *in.MaxPrice}
+	var same *Subscription
 	evs, err := o.log.Decide(ctx, func() ([]eventlog.Draft, error) {
 		f, ok, err := o.feeds.Feed(in.Feed)
 		if err != nil {
@@ -47,10 +49,19 @@ func (o *Oracle) Subscribe(ctx context.Context, a Actor, auditActor string, in S
 		if f.PublisherDID == sub.AgentDID {
 			return nil, Invalid("as", "%s publishes %s; a publisher does not subscribe to its own feed", in.As, in.Feed)
 		}
+		if s, ok, err := o.feeds.Subscription(in.Feed, sub.AgentDID); err != nil {
+			return nil, err
+		} else if ok && s.MaxPrice == pl.MaxPrice && s.Current.Subscriber == pl.Subscriber {
+			same = &Subscription{OracleSubscribed: s.Current, EventID: s.EventID, SubscribedAt: s.SubscribedAt}
+			return nil, nil
+		}
 		return []eventlog.Draft{{Type: events.TypeOracleSubscribed, Payload: pl}}, nil
 	})
 	if err != nil {
 		return Subscription{}, err
+	}
+	if same != nil {
+		return *same, nil
 	}
 	ev := evs[0]
 	if err := o.audit(ctx, "oracle.subscribed", auditActor, map[string]any{

@@ -272,9 +272,13 @@ func TestOracleBadSignatureNotDelivered(t *testing.T) {
 			Price: 2, Payload: json.RawMessage(payload), Signature: base64.StdEncoding.EncodeToString(ed25519.Sign(key, msg))}
 	}
 	for i, f := range []events.OracleFeedPublished{
-		forged(2, `{"t":99}`, own, `{"t":2}`), // altered after its publisher signed it
-		forged(3, `{"t":3}`, other, `{"t":3}`),             // another key
-		func() events.OracleFeedPublished { f := good.OracleFeedPublished; f.Version, f.Signature = 4, "AAAA"; return f }(),
+		forged(2, `{"t":99}`, own, `{"t":2}`),  // altered after its publisher signed it
+		forged(3, `{"t":3}`, other, `{"t":3}`), // another key
+		func() events.OracleFeedPublished {
+			f := good.OracleFeedPublished
+			f.Version, f.Signature = 4, "AAAA"
+			return f
+		}(),
 	} {
 		if _, err := n.log.Append(context.Background(), eventlog.Draft{Type: events.TypeOracleFeedPublished, Payload: f}); err != nil {
 			t.Fatal(err)

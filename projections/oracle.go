@@ -35,6 +35,7 @@ type FeedState struct {
 // SubscriptionState is a subscription as the model keeps it.
 type SubscriptionState struct {
 	events.OracleSubscribed
+	EventID      string `json:"event_id"`
 	SubscribedAt string `json:"subscribed_at"`
 	// PaidVersion is the newest version the subscriber paid for; 0 for none.
 	PaidVersion uint64 `json:"paid_version"`
@@ -99,7 +100,8 @@ func (p *Oracle) Subscription(feed, subscriberDID string) (events.SubscriptionRe
 	if !ok || err != nil {
 		return events.SubscriptionRef{}, ok, err
 	}
-	return events.SubscriptionRef{MaxPrice: s.MaxPrice, PaidVersion: s.PaidVersion}, true, nil
+	return events.SubscriptionRef{Current: s.OracleSubscribed, EventID: s.EventID, SubscribedAt: s.SubscribedAt,
+		MaxPrice: s.MaxPrice, PaidVersion: s.PaidVersion}, true, nil
 }
 
 // Feeds returns every feed, by name. A node holds few feeds (each is a name
@@ -185,7 +187,7 @@ func applySubscribed(w writer, ev *eventlog.Event) error {
 			return err
 		}
 	}
-	s.OracleSubscribed, s.SubscribedAt = pl, ev.Timestamp
+	s.OracleSubscribed, s.EventID, s.SubscribedAt = pl, ev.ID, ev.Timestamp
 	return store(w, k, s)
 }
 

@@ -21,6 +21,10 @@ func (d dataDir) keyPath() string   { return filepath.Join(string(d), "node.key"
 func (d dataDir) tokenPath() string { return filepath.Join(string(d), "control.token") }
 func (d dataDir) dbPath() string    { return filepath.Join(string(d), "db") }
 
+// oracleSocketPath is where a running node serves the oracle to the CLI
+// (oracle_socket.go); control.sock is socketPath.
+func (d dataDir) oracleSocketPath() string { return filepath.Join(string(d), "oracle.sock") }
+
 // walletsPath holds the payment accounts' keys; registryCredentialPath the
 // node's own credential for the agent registry (wire.md §9).
 func (d dataDir) walletsPath() string { return filepath.Join(string(d), "wallets") }

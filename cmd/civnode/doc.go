@@ -15,10 +15,19 @@
 //	civnode token rotate TOKEN_ID     give a token a new secret
 //	civnode token revoke TOKEN_ID     refuse a token from now on
 //	civnode token list                every token, never a secret
+//	civnode oracle publish FEED --as PUBLIC_ID --payload JSON|@FILE|- --price N
+//	civnode oracle subscribe FEED --as PUBLIC_ID --max-price N
+//	civnode oracle pull FEED --as PUBLIC_ID
+//	                                  the payload alone on stdout
+//	civnode oracle balance [--agent PUBLIC_ID]
+//	civnode oracle feeds
 //	civnode version
 //
 // The token commands take [--data-dir DIR] [--addr HOST:PORT] (default
 // 127.0.0.1:7777); create and rotate print the secret, and nothing else, on stdout.
+// The oracle commands take [--data-dir DIR] [--json]; --json prints one JSON
+// object per command, a failure as {"error":{"kind","code","message","field"}}
+// (docs/oracle.md).
 //
 // The command line is specified in shared/spec/wire.md §10; scripts and tests rely
 // on it.
@@ -34,6 +43,9 @@
 //	control.sock   while serve runs: a unix socket (0600) serving the API, the
 //	               CLI's way to the running node (nodechannel.go); a stale one is
 //	               replaced at start, a clean stop removes it
+//	oracle.sock    while serve runs: a unix socket (0600) serving civnode oracle
+//	               in newline-delimited JSON, not HTTP (oracle_socket.go); stale
+//	               and clean-stop handling as for control.sock
 //	wallets/       payment accounts' keys, one REF.key (0600) per civnode wallet
 //	               create; the directory is 0700
 //	registry.credential  optional, put there by the operator: the node's bearer
@@ -60,12 +72,22 @@
 // nonce with node.key (POST /v1/node/proof): a process that merely holds --addr is
 // never sent the token. See nodechannel.go and docs/tokens.md.
 //
+// oracle works while the node runs too, but never over HTTP: the oracle has no
+// HTTP endpoint (wire.md §10). It first tries oracle.sock, and when a node
+// answers there, the node runs the command on its own core; only when none
+// answers does oracle open the data dir itself, so it never opens the database
+// beside a running node. A node that holds the data dir without answering on
+// oracle.sock is an error that names the socket. Both ways run the same
+// commands and append the same events.
+//
 // # Exit codes
 //
 // 0 success; 1 failure, including a chain or bundle that does not verify (the
-// "invalid:" line on stdout names the first bad seq) and a damaged store (the
-// line names the seqs that cannot be read and the file; docs/verifying.md); 2 a
-// usage error. A Go panic is a bug, never an answer to what is on disk.
+// "invalid:" line on stdout names the first bad seq), a damaged store (the
+// line names the seqs that cannot be read and the file; docs/verifying.md) and
+// an oracle action the commands refused (insufficient_balance,
+// price_above_max, a signature that does not verify …; nothing is recorded);
+// 2 a usage error. A Go panic is a bug, never an answer to what is on disk.
 //
 // # Output
 //

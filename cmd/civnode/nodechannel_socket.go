@@ -25,48 +25,57 @@ const maxSocketPath = 107
 // auth.failed audit entry say where the request came from instead.
 var socketPeer = &net.UnixAddr{Name: "unix:control.sock", Net: "unix"}
 
-// listenControlSocket listens on the control socket at path with mode 0600, or
-// returns nil, with a warning, when the node must run without one; the CLI then
-// reaches the node over TCP, where the node proves itself first. The caller
-// holds the data dir's database lock, so no other node runs on the dir and a
-// socket already at path is a stale one, left by a node that was killed.
+// listenControlSocket listens on the control socket at path (listenPrivateSocket),
+// or returns nil, with a warning, when the node must run without one; the CLI
+// then reaches the node over TCP, where the node proves itself first.
 func listenControlSocket(path string, logger *slog.Logger) net.Listener {
-	without := func(reason string, args ...any) net.Listener {
-		logger.Warn(reason+"; serving without the control socket, so the CLI reaches the node over TCP at --addr",
-			append([]any{"path", path}, args...)...)
+	ln, err := listenPrivateSocket(path, logger)
+	if err != nil {
+		logger.Warn("serving without the control socket, so the CLI reaches the node over TCP at --addr",
+			"path", path, "err", err)
 		return nil
 	}
+	logger.Info("listening on the control socket", "path", path)
+	return socketListener{ln}
+}
+
+// listenPrivateSocket listens on a unix socket at path with mode 0600, which
+// Close removes: the node's sockets in the data dir (control.sock,
+// oracle.sock). The caller holds the data dir's database lock, so no other
+// node runs on the dir and a socket already at path is a stale one, left by a
+// node that was killed; it is replaced. Anything else at path is not the
+// node's to delete.
+func listenPrivateSocket(path string, logger *slog.Logger) (*net.UnixListener, error) {
+	name := filepath.Base(path)
 	if len(path) > maxSocketPath {
-		return without(fmt.Sprintf("the control socket path is too long for a unix socket (%d bytes, at most %d)", len(path), maxSocketPath))
+		return nil, fmt.Errorf("the path of %s is too long for a unix socket (%d bytes, at most %d)", name, len(path), maxSocketPath)
 	}
 	fi, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return without("cannot inspect control.sock", "err", err)
+		return nil, fmt.Errorf("inspect %s: %w", name, err)
 	case fi.Mode().Type() != fs.ModeSocket:
-		// Not something a node made: it is not the node's to delete.
-		return without("control.sock exists and is not a socket", "mode", fi.Mode().String())
+		return nil, fmt.Errorf("%s exists and is not a socket (mode %s)", name, fi.Mode())
 	default:
 		if err := os.Remove(path); err != nil {
-			return without("cannot remove the stale control socket", "err", err)
+			return nil, fmt.Errorf("remove the stale %s: %w", name, err)
 		}
-		logger.Info("replaced a stale control socket", "path", path)
+		logger.Info("replaced a stale socket", "path", path)
 	}
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
-		return without("cannot listen on the control socket", "err", err)
+		return nil, fmt.Errorf("listen on %s: %w", name, err)
 	}
 	// The data dir is 0700, so the moment before the chmod is not a window for
 	// others; 0600 keeps the socket private where the dir is not.
 	if err := os.Chmod(path, 0o600); err != nil {
 		ln.Close()
-		return without("cannot make the control socket private", "err", err)
+		return nil, fmt.Errorf("make %s private: %w", name, err)
 	}
 	// Close removes the socket file, so a clean stop leaves none behind.
 	ln.SetUnlinkOnClose(true)
-	logger.Info("listening on the control socket", "path", path)
-	return socketListener{ln}
+	return ln, nil
 }
 
 // socketListener gives every connection on the control socket socketPeer as its

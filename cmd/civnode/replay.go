@@ -21,7 +21,8 @@ func (m *Main) newReplayCommand(g *globals) *cobra.Command {
 		Short: "Verify the local chain and rebuild every read model from it",
 		Long: `replay works on a stopped node. It walks the whole chain from genesis to tip
 verifying every event as verify --data-dir does, then rebuilds every read model
-(identities, bindings, profiles, missions, balances, treasuries, game installs)
+(identities, bindings, profiles, missions, balances, treasuries, game installs,
+receipts, feeds and subscriptions)
 from the chain alone into a fresh key space, compares it with the models the
 node kept, and makes the rebuilt models live. It prints how many events of each
 type the chain holds, what the rebuilt models hold, and every difference from
@@ -153,6 +154,16 @@ func modelSummary(node *core.Core) (map[string]any, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	feeds, err := node.Feeds.Feeds()
+	if err != nil {
+		return nil, nil, err
+	}
+	var subscriptions, pulls, earned int64
+	for _, f := range feeds {
+		subscriptions += f.Subscribers
+		pulls += f.Pulls
+		earned += f.Earned
+	}
 	skipped, err := node.Skipped()
 	if err != nil {
 		return nil, nil, err
@@ -167,9 +178,12 @@ func modelSummary(node *core.Core) (map[string]any, []string, error) {
 		"game_skipped":        skipped["game"],
 		"servicenet_receipts": sn.Receipts, "servicenet_receipts_open": sn.Open,
 		"x402_payments": sn.Payments, "x402_payments_settled": sn.Settled, "servicenet_skipped": skipped["servicenet"],
+		"feeds": len(feeds), "feed_subscriptions": subscriptions, "feed_pulls": pulls, "feed_credits": earned,
+		"oracle_skipped": skipped["oracle"],
 	}
 	return models, []string{"identities", "bindings", "bindings_active", "skipped",
 		"missions", "missions_open", "missions_settled", "credits_paid", "treasury_credits", "missions_skipped",
 		"starter_missions_installed", "mission_packs_installed", "game_skipped",
-		"servicenet_receipts", "servicenet_receipts_open", "x402_payments", "x402_payments_settled", "servicenet_skipped"}, nil
+		"servicenet_receipts", "servicenet_receipts_open", "x402_payments", "x402_payments_settled", "servicenet_skipped",
+		"feeds", "feed_subscriptions", "feed_pulls", "feed_credits", "oracle_skipped"}, nil
 }

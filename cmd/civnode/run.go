@@ -97,6 +97,7 @@ subcommands verify, export and replay that chain.`,
 		m.newReplayCommand(g),
 		m.newTokenCommand(g),
 		m.newWalletCommand(g),
+		m.newOracleCommand(g),
 		m.newVersionCommand(),
 		m.newBenchCommand(g),
 	)

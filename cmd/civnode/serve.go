@@ -49,8 +49,9 @@ warning. Once it serves it prints one line to stdout:
 with the port resolved when --addr asks for port 0. It also serves the API on
 the unix socket control.sock in the data dir (mode 0600; replaced if a killed
 node left one, removed on a clean stop), through which the CLI reaches the
-node. Logs go to stderr. The node refuses to start when the newest events of
-its chain do not verify, and names the first bad seq.
+node, and civnode oracle on the unix socket oracle.sock beside it (mode 0600;
+not HTTP, see docs/oracle.md). Logs go to stderr. The node refuses to start
+when the newest events of its chain do not verify, and names the first bad seq.
 
 Every committed event is published on the node's embedded NATS server, on
 civnode.<node DID>.events.<type>, which feeds GET /v1/stream; every sealed
@@ -176,6 +177,10 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 		ln.Close()
 		return fmt.Errorf("audit node.started: %w", err)
 	}
+	// After node.started, and closed before node.stopped, so that every
+	// oracle event of this run falls between the two.
+	oracle := startOracleSocket(ctx, dir.oracleSocketPath(), coreOracle{node}, logger)
+	defer oracle.Close()
 	srv := civhttp.New(civhttp.Options{
 		Log:        chain,
 		OwnerToken: token,
@@ -206,6 +211,9 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	// the stream's WebSocket clients are closed by then, and the stream server
 	// itself is closed by the deferred function above, after node.stopped.
 	serveErr := srv.Serve(ctx, ln)
+	if err := oracle.Close(); err != nil {
+		logger.Warn("stopping the oracle socket", "err", err)
+	}
 	// The stop is recorded although ctx, the reason for stopping, is done.
 	if _, err := chain.Audit(context.WithoutCancel(ctx), "node.stopped", chain.NodeDID(), map[string]any{
 		"tip_seq": chain.Tip().Seq,

@@ -72,7 +72,12 @@ type FeedRef struct {
 
 // SubscriptionRef is what the write side knows of a subscription.
 type SubscriptionRef struct {
-	MaxPrice int64
+	// Current is the subscription as last recorded, with the id and
+	// timestamp of that oracle.subscribed.
+	Current      OracleSubscribed
+	EventID      string
+	SubscribedAt string
+	MaxPrice     int64
 	// PaidVersion is the newest version the subscriber paid for; 0 for none.
 	PaidVersion uint64
 }

@@ -1,0 +1,421 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/civnode/civnode/commands"
+)
+
+// oracleConfig is the command line shared by the oracle subcommands.
+type oracleConfig struct {
+	dataDir string
+	json    bool
+}
+
+// maxPayloadRead bounds what --payload reads from a file or stdin; the
+// commands refuse a payload over 64 KiB with their own message.
+const maxPayloadRead = 512 << 10
+
+func (m *Main) newOracleCommand(g *globals) *cobra.Command {
+	var cfg oracleConfig
+	cmd := &cobra.Command{
+		Use:   "oracle",
+		Short: "Publish signed data feeds, subscribe to them and pull them for credits",
+		Long: `oracle runs the node's oracle (docs/oracle.md). An identity of this node
+publishes a feed: named versions of a JSON payload, each signed with the
+identity's key and priced in credits. Another identity subscribes with the most
+it will pay for a version, and pulls: it gets the newest version, its signature
+verified, and pays its price to the publisher the first time it pulls that
+version. Credits are the balances mission rewards are paid into. Each action
+appends an event to the chain (oracle.feed.published, oracle.subscribed,
+oracle.settled) and an audit entry (oracle.*); a refused action records nothing.
+
+The oracle has no HTTP endpoint. While a node runs on --data-dir, oracle reaches
+it through the unix socket oracle.sock in the data dir (mode 0600), and the node
+runs the command; otherwise oracle opens the data dir itself. Both run the same
+commands and append the same events. --as names the identity to act as, by its
+public_id; the CLI acts as the node's owner, which may act for every identity
+of the node.
+
+Output is for people unless --json asks for one JSON object per command
+(docs/oracle.md lists the fields); with --json a failure prints
+{"error":{"kind","code","message","field"}} on stdout too. pull writes the
+payload, and only the payload, on stdout:
+
+  civnode oracle pull prices.eth-usd --as bob > eth-usd.json
+
+Exit codes: 0 done; 1 refused (the message says why: insufficient_balance,
+price_above_max, not_subscribed, feed_not_found, a bad signature …) or failed,
+with nothing recorded; 2 a usage error.`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	f := cmd.PersistentFlags()
+	f.StringVar(&cfg.dataDir, "data-dir", "", dataDirHelp)
+	f.BoolVar(&cfg.json, "json", false, "print one JSON object (docs/oracle.md) instead of text")
+	cmd.AddCommand(
+		m.newOraclePublishCommand(g, &cfg),
+		m.newOracleSubscribeCommand(g, &cfg),
+		m.newOraclePullCommand(g, &cfg),
+		m.newOracleBalanceCommand(g, &cfg),
+		m.newOracleFeedsCommand(g, &cfg),
+	)
+	return cmd
+}
+
+// feedVersionFlags are the flags that describe a version to publish or sign.
+type feedVersionFlags struct {
+	as, payload string
+	price       int64
+}
+
+func (fl *feedVersionFlags) add(cmd *cobra.Command, verb string) {
+	cmd.Flags().StringVar(&fl.as, "as", "", "the public_id of the identity that "+verb+" (required)")
+	cmd.Flags().StringVar(&fl.payload, "payload", "", "the feed's data: a JSON value, @FILE to read it from a file, or - for stdin (required)")
+	cmd.Flags().Int64Var(&fl.price, "price", 0, "what a subscriber pays, in credits, to pull this version (required)")
+}
+
+// check requires the flags and reads the payload.
+func (fl *feedVersionFlags) check(m *Main, cmd *cobra.Command) (json.RawMessage, error) {
+	name := cmd.Name()
+	switch {
+	case fl.as == "":
+		return nil, usageErrorf("%s needs --as PUBLIC_ID, the identity that publishes", name)
+	case !cmd.Flags().Changed("payload"):
+		return nil, usageErrorf("%s needs --payload JSON (or @FILE, or - for stdin)", name)
+	case !cmd.Flags().Changed("price"):
+		return nil, usageErrorf("%s needs --price N, in credits", name)
+	}
+	return m.readPayload(fl.payload)
+}
+
+// readPayload resolves --payload: the JSON itself, @FILE or - (stdin). The
+// commands check that it is JSON.
+func (m *Main) readPayload(v string) (json.RawMessage, error) {
+	var r io.Reader
+	switch {
+	case v == "-":
+		r = m.Stdin
+	case strings.HasPrefix(v, "@"):
+		f, err := os.Open(v[1:])
+		if err != nil {
+			return nil, fmt.Errorf("read --payload: %w", err)
+		}
+		defer f.Close()
+		r = f
+	default:
+		return json.RawMessage(v), nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxPayloadRead+1))
+	if err != nil {
+		return nil, fmt.Errorf("read --payload: %w", err)
+	}
+	if len(b) > maxPayloadRead {
+		return nil, fmt.Errorf("read --payload: over %d bytes; a feed's payload is at most 64 KiB", maxPayloadRead)
+	}
+	return b, nil
+}
+
+// checkPayload refuses a payload that is not JSON, which the oracle socket
+// could not carry to the node's commands, with the commands' own error.
+func checkPayload(p json.RawMessage) error {
+	p = bytes.TrimSpace(p)
+	switch {
+	case len(p) == 0:
+		return commands.Missing("payload")
+	case !json.Valid(p):
+		return commands.Invalid("payload", "payload must be JSON")
+	}
+	return nil
+}
+
+func (m *Main) newOraclePublishCommand(g *globals, cfg *oracleConfig) *cobra.Command {
+	var fl feedVersionFlags
+	cmd := &cobra.Command{
+		Use:   "publish FEED --as PUBLIC_ID --payload JSON --price N",
+		Short: "Publish the next version of a feed, signed by the publishing identity",
+		Long: `publish appends oracle.feed.published: the next version of FEED (1 for a new
+feed), its payload and price, signed with the key of the identity --as names.
+A feed belongs to the identity that first published it; only it publishes later
+versions. FEED is 1..64 of a-z, 0-9, '.', '_' and '-'. The payload is any JSON
+value of at most 64 KiB.
+
+The node signs with the identity's key, which it derives from node.key and the
+identity's key_salt, over "civnode-oracle-feed-v1\n" and the RFC 8785 form of
+{"feed","payload","price","publisher_did","version"}: anyone holding the chain
+verifies a version against the publisher's DID. Numbers in the payload must be
+exact in a double (integers to ±2^53); put others in strings.`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			payload, err := fl.check(m, cmd)
+			if err != nil {
+				return err
+			}
+			in := commands.PublishFeedInput{As: fl.as, Feed: args[0], Payload: payload, Price: &fl.price}
+			return oracleAction(m, cmd, g, cfg, func(ctx context.Context, svc oracleService) (commands.FeedVersion, error) {
+				if err := checkPayload(payload); err != nil {
+					return commands.FeedVersion{}, err
+				}
+				return svc.Publish(ctx, in)
+			}, func(v commands.FeedVersion) error {
+				_, err := fmt.Fprintf(m.Stdout, "published %s version %d as %s, price %d credits, signed by %s\nevent %s at %s\n",
+					v.Feed, v.Version, v.Publisher, v.Price, v.PublisherDID, v.EventID, v.PublishedAt)
+				return err
+			})
+		},
+	}
+	fl.add(cmd, "publishes")
+	return cmd
+}
+
+func (m *Main) newOracleSubscribeCommand(g *globals, cfg *oracleConfig) *cobra.Command {
+	var as string
+	var maxPrice int64
+	cmd := &cobra.Command{
+		Use:   "subscribe FEED --as PUBLIC_ID --max-price N",
+		Short: "Subscribe an identity to a feed, paying at most N credits a version",
+		Long: `subscribe appends oracle.subscribed: the identity --as names pulls FEED from now
+on, paying at most --max-price credits for one version. Subscribing again
+changes the max price; versions already paid for stay paid for. A publisher
+does not subscribe to its own feed.`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case as == "":
+				return usageErrorf("subscribe needs --as PUBLIC_ID, the identity that subscribes")
+			case !cmd.Flags().Changed("max-price"):
+				return usageErrorf("subscribe needs --max-price N, the most it pays for one version, in credits")
+			}
+			in := commands.SubscribeInput{As: as, Feed: args[0], MaxPrice: &maxPrice}
+			return oracleAction(m, cmd, g, cfg, func(ctx context.Context, svc oracleService) (commands.Subscription, error) {
+				return svc.Subscribe(ctx, in)
+			}, func(v commands.Subscription) error {
+				_, err := fmt.Fprintf(m.Stdout, "subscribed %s to %s, max price %d credits a version\nevent %s at %s\n",
+					v.Subscriber, v.Feed, v.MaxPrice, v.EventID, v.SubscribedAt)
+				return err
+			})
+		},
+	}
+	cmd.Flags().StringVar(&as, "as", "", "the public_id of the identity that subscribes (required)")
+	cmd.Flags().Int64Var(&maxPrice, "max-price", 0, "the most it pays for one version, in credits (required)")
+	return cmd
+}
+
+func (m *Main) newOraclePullCommand(g *globals, cfg *oracleConfig) *cobra.Command {
+	var as string
+	cmd := &cobra.Command{
+		Use:   "pull FEED --as PUBLIC_ID",
+		Short: "Pull a feed's newest version, paying its price the first time",
+		Long: `pull delivers the newest version of FEED to the identity --as names, which must
+be subscribed to it. The version is delivered only if its signature verifies
+against its publisher's DID and its price is within the subscription's max
+price. The first pull of a version pays its price to the publisher and appends
+oracle.settled; pulling it again is free and appends nothing. Without the
+credits, the pull is refused (insufficient_balance) and nothing is recorded.
+
+The payload goes to stdout, and only the payload; what was delivered and paid
+goes to stderr. --json prints the version, the charge and the balance as one
+object instead.`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if as == "" {
+				return usageErrorf("pull needs --as PUBLIC_ID, the subscribed identity")
+			}
+			in := commands.PullInput{As: as, Feed: args[0]}
+			return oracleAction(m, cmd, g, cfg, func(ctx context.Context, svc oracleService) (commands.Pulled, error) {
+				return svc.Pull(ctx, in)
+			}, func(v commands.Pulled) error {
+				paid := fmt.Sprintf("charged %d credits", v.Charged)
+				if v.Charged == 0 && v.SettledEventID == "" {
+					paid = "already paid for, charged nothing"
+				}
+				fmt.Fprintf(m.Stderr, "%s version %d by %s, signature verified; %s; %s has %d credits\n",
+					v.Feed.Feed, v.Feed.Version, v.Feed.Publisher, paid, as, v.Balance)
+				_, err := fmt.Fprintf(m.Stdout, "%s\n", v.Feed.Payload)
+				return err
+			})
+		},
+	}
+	cmd.Flags().StringVar(&as, "as", "", "the public_id of the subscribed identity (required)")
+	return cmd
+}
+
+func (m *Main) newOracleBalanceCommand(g *globals, cfg *oracleConfig) *cobra.Command {
+	var agent string
+	cmd := &cobra.Command{
+		Use:   "balance [--agent PUBLIC_ID]",
+		Short: "Show the credit balance of every identity, or of one",
+		Long: `balance prints the credit of every identity of the node, or of the one --agent
+names. It is the balance mission rewards are paid into and feed pulls move.`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("agent") && agent == "" {
+				return usageErrorf("--agent needs a PUBLIC_ID")
+			}
+			return oracleAction(m, cmd, g, cfg, func(ctx context.Context, svc oracleService) (any, error) {
+				bs, err := svc.Balances(ctx, agent)
+				if err != nil || agent == "" {
+					return oracleBalances{Balances: bs}, err
+				}
+				if len(bs) != 1 {
+					return nil, fmt.Errorf("balance of %s: %d answers", agent, len(bs))
+				}
+				return bs[0], nil
+			}, func(v any) error {
+				bs := []oracleBalance{}
+				switch v := v.(type) {
+				case oracleBalances:
+					bs = v.Balances
+				case oracleBalance:
+					bs = append(bs, v)
+				}
+				tw := tabwriter.NewWriter(m.Stdout, 0, 8, 2, ' ', 0)
+				fmt.Fprintln(tw, "PUBLIC_ID\tCREDIT\tAGENT_DID")
+				for _, b := range bs {
+					fmt.Fprintf(tw, "%s\t%d\t%s\n", b.PublicID, b.Credit, b.AgentDID)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	cmd.Flags().StringVar(&agent, "agent", "", "only the identity with this public_id")
+	return cmd
+}
+
+func (m *Main) newOracleFeedsCommand(g *globals, cfg *oracleConfig) *cobra.Command {
+	return &cobra.Command{
+		Use:   "feeds",
+		Short: "List every feed: its publisher, newest version, price, subscribers and earnings",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return oracleAction(m, cmd, g, cfg, func(ctx context.Context, svc oracleService) (oracleFeeds, error) {
+				fs, err := svc.Feeds(ctx)
+				return oracleFeeds{Feeds: fs}, err
+			}, func(v oracleFeeds) error {
+				tw := tabwriter.NewWriter(m.Stdout, 0, 8, 2, ' ', 0)
+				fmt.Fprintln(tw, "FEED\tPUBLISHER\tVERSION\tPRICE\tSUBSCRIBERS\tPULLS\tEARNED\tPUBLISHED_AT")
+				for _, f := range v.Feeds {
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n",
+						f.Feed, f.Publisher, f.Version, f.Price, f.Subscribers, f.Pulls, f.Earned, f.PublishedAt)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+}
+
+// oracleAction runs act on the oracle of the data dir and prints its result:
+// as one JSON object with --json, else with human.
+func oracleAction[T any](m *Main, cmd *cobra.Command, g *globals, cfg *oracleConfig,
+	act func(context.Context, oracleService) (T, error), human func(T) error) error {
+	err := m.withOracle(cmd.Context(), g, cfg, func(ctx context.Context, svc oracleService) error {
+		v, err := act(ctx, svc)
+		if err != nil {
+			return err
+		}
+		if cfg.json {
+			return printJSONLine(m.Stdout, v)
+		}
+		return human(v)
+	})
+	if err != nil && cfg.json && !isUsage(err) {
+		e := cliOracleError(err)
+		if perr := printJSONLine(m.Stdout, oracleResponse{Error: &e}); perr != nil {
+			return errors.Join(err, perr)
+		}
+	}
+	return err
+}
+
+// cliOracleError is what --json prints for a failed command: the node's
+// answer, or for the CLI's own failures kind and code failed (data_dir_in_use
+// when a node holds the data dir but its oracle socket cannot be reached).
+func cliOracleError(err error) oracleError {
+	var ne *oracleNodeError
+	if errors.As(err, &ne) {
+		return ne.oracleError
+	}
+	var ce *commands.Error
+	if errors.As(err, &ce) {
+		if e, _ := oracleErrorOf(ce); e.Kind != "internal" {
+			return e
+		}
+	}
+	if errors.Is(err, errDataDirInUse) {
+		return oracleError{Kind: "unavailable", Code: "data_dir_in_use", Message: err.Error()}
+	}
+	return oracleError{Kind: "failed", Code: "failed", Message: err.Error()}
+}
+
+func printJSONLine(w io.Writer, v any) error {
+	b, err := marshalPlain(v)
+	if err != nil {
+		return fmt.Errorf("encode output: %w", err)
+	}
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("print output: %w", err)
+	}
+	return nil
+}
+
+// withOracle runs do on the oracle of the data dir: through the oracle socket
+// of the node running on it, or, when none answers there, on the data dir
+// itself. The socket is tried first, so that while a node runs this process
+// never opens its database. A node that holds the database without an oracle
+// socket (a killed node's stale socket is refused, one too long a path is
+// never made) leaves nothing to do but say so.
+func (m *Main) withOracle(ctx context.Context, g *globals, cfg *oracleConfig, do func(context.Context, oracleService) error) (err error) {
+	logger, err := m.logger(g)
+	if err != nil {
+		return err
+	}
+	dir, err := m.resolveDataDir(cfg.dataDir)
+	if err != nil {
+		return err
+	}
+	sock := dir.oracleSocketPath()
+	client, dialErr := dialOracle(ctx, sock)
+	if dialErr == nil {
+		defer client.Close()
+		logger.Debug("a node runs on the data dir; using its oracle socket", "path", sock)
+		return do(ctx, client)
+	}
+	logger.Debug("no node answers on the oracle socket; opening the data dir", "path", sock, "err", dialErr)
+	node, err := dir.openCore(ctx, logger)
+	if errors.Is(err, errDataDirInUse) {
+		return fmt.Errorf("%w, but its oracle socket %s cannot be reached (%w); the node's log says why it serves none", err, sock, dialErr)
+	}
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := node.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close event log: %w", cerr)
+		}
+	}()
+	return do(ctx, coreOracle{node})
+}
+
+// marshalPlain is json.Marshal without HTML escaping: a feed's payload is
+// shown, and carried over the oracle socket, in the very bytes its signature
+// covers (RFC 8785 does not escape <, > or &), not in an equal JSON value
+// spelt with \u003c.
+func marshalPlain(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

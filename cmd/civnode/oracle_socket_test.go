@@ -1,0 +1,336 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/civnode/civnode/commands"
+)
+
+// exchange writes lines on conn and returns the answer lines it reads, one
+// per request line that is not blank.
+func exchange(t *testing.T, conn net.Conn, br *bufio.Reader, lines ...string) []oracleResponse {
+	t.Helper()
+	if err := conn.SetDeadline(time.Now().Add(waitTimeout)); err != nil {
+		t.Fatal(err)
+	}
+	var out []oracleResponse
+	for _, l := range lines {
+		if _, err := io.WriteString(conn, l+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		ans, err := br.ReadBytes('\n')
+		if err != nil {
+			t.Fatalf("answer to %q: %v", l, err)
+		}
+		var r oracleResponse
+		if err := decodeStrict(ans, &r); err != nil {
+			t.Fatalf("answer to %q: %v in %s", l, err, ans)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// staleSocket leaves a socket file at path with nobody listening, as a
+// killed node does.
+func staleSocket(t *testing.T, path string) {
+	t.Helper()
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	ln.Close()
+}
+
+// TestOracleSocket: a running node serves the oracle on oracle.sock, mode
+// 0600, in newline-delimited JSON that is not HTTP; a second process uses it
+// without touching the database; without it, the CLI says which socket it
+// could not reach; a stale socket is no obstacle either way; a clean stop
+// removes it.
+func TestOracleSocket(t *testing.T) {
+	f := newOracleFixture(t, t.TempDir())
+	sock := dataDir(f.dir).oracleSocketPath()
+
+	// A killed node's socket: the CLI works on the data dir, and the next
+	// node replaces it.
+	staleSocket(t, sock)
+	oracleCLI(t, f.dir, nil, 0, "feeds")
+	n := startNodeArgs(t, f.dir, "--log-level", "debug")
+	fi, err := os.Lstat(sock)
+	if err != nil || fi.Mode().Type() != fs.ModeSocket || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("oracle.sock: %v %v, want a socket with mode 0600", fi, err)
+	}
+
+	// Another process: it reaches the node through the socket and never opens
+	// the database the node holds.
+	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, civnodeBin, "oracle", "balance", "--agent", "bob", "--json", "--data-dir", f.dir, "--log-level", "debug")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("civnode oracle balance: %v\n%s", err, stderr.String())
+	}
+	if want := `{"public_id":"bob","agent_did":"` + f.dids["bob"] + `","credit":20}` + "\n"; stdout.String() != want {
+		t.Errorf("balance over the socket: %q, want %q", stdout.String(), want)
+	}
+	if !strings.Contains(stderr.String(), "using its oracle socket") || strings.Contains(stderr.String(), "pebble") ||
+		strings.Contains(stderr.String(), "opening the data dir") {
+		t.Errorf("the second process did not keep to the socket; its log:\n%s", stderr.String())
+	}
+
+	// The protocol: several requests on one connection, each answered on
+	// one line, in order; nothing of HTTP.
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	answers := exchange(t, conn, br,
+		`{"op":"feeds"}`,
+		`{"op":"fly"}`,
+		`not json`,
+		`{"op":"balance","args":{"agent":"bob","extra":1}}`,
+		``,
+		`{"op":"balance","args":{"agent":"bob"}}`,
+		`GET /v1/health HTTP/1.1`,
+		`{"op":"pull","args":{"as":"carol","feed":"nofeed"}}`,
+		`{"op":"feeds","args":{}}`,
+	)
+	wantErr := []struct {
+		i          int
+		kind, code string
+	}{{1, "invalid", "unknown_op"}, {2, "invalid", "invalid_json"}, {3, "invalid", "invalid_json"},
+		{5, "invalid", "invalid_json"}, {6, "not_found", "feed_not_found"}}
+	for _, w := range wantErr {
+		if e := answers[w.i].Error; e == nil || e.Kind != w.kind || e.Code != w.code || answers[w.i].Result != nil {
+			t.Errorf("answer %d: %+v, want %s %s", w.i, answers[w.i], w.kind, w.code)
+		}
+	}
+	for _, i := range []int{0, 7} {
+		if string(answers[i].Result) != `{"feeds":[]}` || answers[i].Error != nil {
+			t.Errorf("answer %d: %+v, want no feeds", i, answers[i])
+		}
+	}
+	var bals oracleBalances
+	if err := json.Unmarshal(answers[4].Result, &bals); err != nil || len(bals.Balances) != 1 || bals.Balances[0].Credit != 20 {
+		t.Errorf("balance answer %s: %v", answers[4].Result, err)
+	}
+
+	// A request over the bound is answered and its connection closed.
+	big, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer big.Close()
+	big.SetDeadline(time.Now().Add(waitTimeout))
+	go big.Write([]byte(`{"op":"feeds","args":"` + strings.Repeat("x", oracleRequestLimit) + "\"}\n"))
+	bbr := bufio.NewReader(big)
+	line, err := bbr.ReadBytes('\n')
+	if err != nil || !strings.Contains(string(line), `"code":"request_too_large"`) {
+		t.Errorf("oversized request: %q %v", line, err)
+	}
+	if _, err := bbr.ReadByte(); err == nil {
+		t.Error("the connection of an oversized request stays open")
+	}
+
+	// Without its socket, a running node cannot be reached: the CLI says so
+	// and records nothing.
+	if err := os.Remove(sock); err != nil {
+		t.Fatal(err)
+	}
+	var ref refusal
+	res := oracleJSON(t, f.dir, 1, &ref, "publish", "news", "--as", "ada", "--payload", "1", "--price", "1")
+	if !strings.Contains(res.stderr, "data dir in use by a running node") || !strings.Contains(res.stderr, "its oracle socket "+sock+" cannot be reached") ||
+		ref.Error.Code != "data_dir_in_use" {
+		t.Errorf("without the socket: stdout %q stderr %q", res.stdout, res.stderr)
+	}
+	n.stop(t)
+	if _, err := os.Lstat(sock); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("oracle.sock after a clean stop: %v, want it gone", err)
+	}
+	if openTipSeq(t, f.dir) != f.setupTip {
+		t.Error("the socket test appended events")
+	}
+}
+
+// TestOracleCommandLine covers the oracle's usage errors (exit 2) and the
+// failures that need no node (exit 1).
+func TestOracleCommandLine(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		code      int
+		stderrHas string
+	}{
+		{"publish needs as", []string{"publish", "f", "--payload", "1", "--price", "1"}, 2, "publish needs --as PUBLIC_ID"},
+		{"publish needs payload", []string{"publish", "f", "--as", "ada", "--price", "1"}, 2, "publish needs --payload JSON"},
+		{"publish needs price", []string{"publish", "f", "--as", "ada", "--payload", "1"}, 2, "publish needs --price N"},
+		{"price is a number", []string{"publish", "f", "--as", "ada", "--payload", "1", "--price", "five"}, 2, `invalid argument "five" for "--price"`},
+		{"publish needs a feed", []string{"publish", "--as", "ada", "--payload", "1", "--price", "1"}, 2, "accepts 1 arg"},
+		{"subscribe needs max price", []string{"subscribe", "f", "--as", "bob"}, 2, "subscribe needs --max-price N"},
+		{"subscribe needs as", []string{"subscribe", "f", "--max-price", "1"}, 2, "subscribe needs --as PUBLIC_ID"},
+		{"pull needs as", []string{"pull", "f"}, 2, "pull needs --as PUBLIC_ID"},
+		{"pull one feed", []string{"pull", "f", "g", "--as", "bob"}, 2, "accepts 1 arg"},
+		{"balance takes no args", []string{"balance", "bob"}, 2, "unknown command"},
+		{"balance agent empty", []string{"balance", "--agent", ""}, 2, "--agent needs a PUBLIC_ID"},
+		{"unknown subcommand", []string{"pubish"}, 2, "unknown command"},
+		{"feeds no node", []string{"feeds"}, 1, "no node in"},
+		{"payload file missing", []string{"publish", "f", "--as", "ada", "--payload", "@" + missing, "--price", "1"}, 1, "read --payload"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := runCLI(t, nil, append(append([]string{"oracle"}, tc.args...), "--data-dir", missing)...)
+			if res.code != tc.code || !strings.Contains(res.stderr, tc.stderrHas) || res.stdout != "" {
+				t.Errorf("code %d (want %d), stdout %q, stderr %q (want %q)", res.code, tc.code, res.stdout, res.stderr, tc.stderrHas)
+			}
+		})
+	}
+	res := runCLI(t, nil, "oracle", "feeds", "--json", "--data-dir", missing)
+	var ref refusal
+	if err := decodeStrict([]byte(res.stdout), &ref); res.code != 1 || err != nil || ref.Error.Kind != "failed" || !strings.Contains(ref.Error.Message, "no node in") {
+		t.Errorf("feeds --json without a node: code %d stdout %q (%v)", res.code, res.stdout, err)
+	}
+}
+
+// stubOracle answers every operation at once, except Feeds, which waits for
+// release when it is not nil.
+type stubOracle struct{ release chan struct{} }
+
+func (s stubOracle) Publish(_ context.Context, in commands.PublishFeedInput) (commands.FeedVersion, error) {
+	return commands.FeedVersion{EventID: "e"}, nil
+}
+func (s stubOracle) Subscribe(context.Context, commands.SubscribeInput) (commands.Subscription, error) {
+	return commands.Subscription{}, commands.NotFound("feed_not_found", "feed", "no feed")
+}
+func (s stubOracle) Pull(context.Context, commands.PullInput) (commands.Pulled, error) {
+	return commands.Pulled{}, errors.New("disk on fire")
+}
+func (s stubOracle) Balances(context.Context, string) ([]oracleBalance, error) {
+	return []oracleBalance{}, nil
+}
+func (s stubOracle) Feeds(ctx context.Context) ([]oracleFeed, error) {
+	if s.release != nil {
+		<-s.release
+	}
+	return []oracleFeed{{Feed: "f"}}, nil
+}
+
+// TestOracleSocketStop: stopping the socket lets a request in flight finish
+// and be answered, closes idle connections, takes no new one and removes the
+// socket file.
+func TestOracleSocketStop(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "oracle.sock")
+	release := make(chan struct{})
+	s := startOracleSocket(context.Background(), sock, stubOracle{release: release}, discardLogger())
+	if s == nil {
+		t.Fatal("no oracle socket")
+	}
+	busy, err := dialOracle(context.Background(), sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	idle, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	got := make(chan error, 1)
+	go func() {
+		fs, err := busy.Feeds(context.Background())
+		if err == nil && (len(fs) != 1 || fs[0].Feed != "f") {
+			err = errors.New("wrong feeds")
+		}
+		got <- err
+	}()
+	// The request is in flight once Feeds blocks; the stub's channel cannot
+	// say so, so wait until the server counts the connection busy.
+	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(time.Millisecond) {
+		s.mu.Lock()
+		n := 0
+		for oc := range s.conns {
+			if oc.busy {
+				n++
+			}
+		}
+		s.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the request never ran")
+		}
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+
+	idle.SetReadDeadline(time.Now().Add(waitTimeout))
+	if _, err := idle.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Errorf("idle connection on stop: %v, want EOF", err)
+	}
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned %v before the request in flight finished", err)
+	default:
+	}
+	close(release)
+	if err := <-got; err != nil {
+		t.Errorf("the request in flight: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Error(err)
+	}
+	if _, err := os.Lstat(sock); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("socket after Close: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+// FuzzOracleRequest: whatever a client sends, the node answers exactly one of
+// a result and an error, in JSON, and never an internal detail for a refusal.
+func FuzzOracleRequest(f *testing.F) {
+	for _, seed := range []string{
+		`{"op":"feeds"}`, `{"op":"publish","args":{"as":"a","feed":"f","payload":{"x":1},"price":1}}`,
+		`{"op":"subscribe","args":{"as":"a","feed":"f","max_price":1}}`, `{"op":"pull","args":{"as":"a","feed":"f"}}`,
+		`{"op":"balance","args":{"agent":"a"}}`, `{"op":"signing_bytes","args":{}}`, `{"op":""}`, `{}`, `[]`, `null`,
+		`{"op":"feeds"} {"op":"feeds"}`, `{"op":"feeds","args":null}`, `{"op":"balance","args":[1]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	s := &oracleServer{svc: stubOracle{}, logger: discardLogger(), base: context.Background()}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		resp := s.handle(line)
+		if (resp.Result == nil) == (resp.Error == nil) {
+			t.Fatalf("answer %+v to %q: want a result or an error", resp, line)
+		}
+		if resp.Error != nil && (resp.Error.Kind == "" || resp.Error.Code == "" || resp.Error.Message == "") {
+			t.Fatalf("error %+v to %q", resp.Error, line)
+		}
+		if resp.Error != nil && strings.Contains(resp.Error.Message, "disk on fire") {
+			t.Fatalf("an internal detail reached the client: %+v", resp.Error)
+		}
+		if _, err := json.Marshal(resp); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
