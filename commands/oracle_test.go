@@ -160,8 +160,14 @@ func TestOraclePriceAndBalanceRules(t *testing.T) {
 	_, err = n.pull("richer", "wx.oslo")
 	n.refused(t, err, tip, commands.KindConflict, "price_above_max", "feed")
 	// Raised, it is.
-	if _, err := n.subscribe("richer", "wx.oslo", 8); err != nil {
+	raised, err := n.subscribe("richer", "wx.oslo", 8)
+	if err != nil {
 		t.Fatal(err)
+	}
+	// The same max_price again changes nothing and appends nothing.
+	tip = n.log.Tip().Seq
+	if again, err := n.subscribe("richer", "wx.oslo", 8); err != nil || again != raised || n.log.Tip().Seq != tip {
+		t.Errorf("subscribe again with the same max_price = %+v, %v (tip %d → %d), want %+v unchanged", again, err, tip, n.log.Tip().Seq, raised)
 	}
 	if p, err := n.pull("richer", "wx.oslo"); err != nil || p.Charged != 8 || p.Balance != 2 {
 		t.Fatalf("pull after raising max_price = %+v, %v", p, err)
