@@ -3,6 +3,7 @@ module github.com/civnode/civnode
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/coder/websocket v1.8.15
 	github.com/go-json-experiment/json v1.27.2

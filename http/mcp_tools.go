@@ -131,7 +131,7 @@ func (s *Server) mcpTools() []mcpTool {
 					if err != nil {
 						return toolAnswer{}, err
 					}
-					return s.missionAnswer(res.MissionID)
+					return s.missionAnswer(res)
 				},
 			}),
 			newTool(s, toolSpec[claimMissionArgs]{
@@ -279,13 +279,13 @@ func missionStep[In any](ctx context.Context, s *Server, a commands.Actor, missi
 	if err != nil {
 		return toolAnswer{}, err
 	}
-	return s.missionAnswer(res.MissionID)
+	return s.missionAnswer(res)
 }
 
 // missionAnswer is a mission write's answer, the mission's full record
 // (writeMission).
-func (s *Server) missionAnswer(missionID string) (toolAnswer, error) {
-	rec, err := s.writtenMission(missionID)
+func (s *Server) missionAnswer(res commands.MissionResult) (toolAnswer, error) {
+	rec, err := s.writtenMission(res)
 	if err != nil {
 		return toolAnswer{}, err
 	}

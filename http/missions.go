@@ -121,7 +121,7 @@ func (s *Server) handleCreateMission(w http.ResponseWriter, r *http.Request, _ h
 	if err != nil {
 		return err
 	}
-	return s.writeMission(w, res.MissionID)
+	return s.writeMission(w, res)
 }
 
 // handleGetMission answers GET /v1/core/missions/{mission_id}, and
@@ -208,13 +208,13 @@ func missionTransition[In any](s *Server, step func(context.Context, commands.Ac
 		if err != nil {
 			return err
 		}
-		return s.writeMission(w, res.MissionID)
+		return s.writeMission(w, res)
 	}
 }
 
 // writeMission answers a write with the mission's full record.
-func (s *Server) writeMission(w http.ResponseWriter, missionID string) error {
-	rec, err := s.writtenMission(missionID)
+func (s *Server) writeMission(w http.ResponseWriter, res commands.MissionResult) error {
+	rec, err := s.writtenMission(res)
 	if err != nil {
 		return err
 	}
@@ -222,18 +222,33 @@ func (s *Server) writeMission(w http.ResponseWriter, missionID string) error {
 }
 
 // writtenMission is the full record of a mission a command has just written,
-// the answer of every mission write (HTTP and MCP alike).
-func (s *Server) writtenMission(missionID string) (projections.MissionRecord, error) {
-	rec, ok, err := s.missions.Mission(missionID)
+// as the command's own step left it: a later step of another request may
+// have committed before this read, and a write's answer must not show it
+// (the answer is the write's, so the history stays linearizable).
+func (s *Server) writtenMission(res commands.MissionResult) (projections.MissionRecord, error) {
+	rec, ok, err := s.missions.Mission(res.MissionID)
 	if err != nil {
 		return projections.MissionRecord{}, err
 	}
 	if !ok {
 		// Appended but not in the read model: the log does not fold into it,
 		// a wiring fault (500).
-		return projections.MissionRecord{}, fmt.Errorf("mission %s: appended but not in the read model", missionID)
+		return projections.MissionRecord{}, fmt.Errorf("mission %s: appended but not in the read model", res.MissionID)
+	}
+	if len(res.Events) > 0 {
+		if state, ok := stepState[res.Events[0].Type]; ok {
+			rec = rec.AsOf(state)
+		}
 	}
 	return rec, nil
+}
+
+// stepState is the state each mission write's first event moves a mission to.
+var stepState = map[string]string{
+	events.TypeMissionCreated:   events.StateCreated,
+	events.TypeMissionAccepted:  events.StateClaimed,
+	events.TypeMissionCompleted: events.StateCompleted,
+	events.TypeMissionSettled:   events.StateSettled,
 }
 
 func errMissionNotFound(id string) error {
