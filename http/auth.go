@@ -119,7 +119,8 @@ func bearerToken(header string) (string, bool) {
 }
 
 // requireAuth admits requests with a known bearer token whose kind the route
-// admits (flags), answers unknown tokens 401 and the wrong kind 403.
+// admits (flags), answers unknown tokens 401 and the wrong kind 403, and
+// requests from an address over its limit of failed authentications 429.
 func (s *Server) requireAuth(next httprouter.Handle, flags routeFlags) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		if len(r.Header.Values("Authorization")) > 1 {
@@ -128,8 +129,14 @@ func (s *Server) requireAuth(next httprouter.Handle, flags routeFlags) httproute
 			s.writeError(w, r, errTwoAuthorizations)
 			return
 		}
+		// An address that keeps failing is refused before its token is even
+		// looked at, so guessing gets no faster by sending faster.
+		if s.refuseFailingAddress(w, r) {
+			return
+		}
 		actor, ok := s.auth.authenticate(r)
 		if !ok {
+			s.noteAuthFailure(r)
 			s.auth.recordFailure(r)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="civnode"`)
 			s.writeError(w, r, errUnauthorized)

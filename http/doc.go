@@ -70,6 +70,27 @@
 // body reads (ReadHeaderTimeout, ReadTimeout), idle connections and header size.
 // Every bound is listed in docs/limits.md.
 //
+// # Rate and connection limits
+//
+// Each token has a token bucket (Options.RateLimit a second, Options.RateBurst
+// at once; ratelimit.go) on the routes that cost the node most: every
+// authenticated POST, the registry proxy's reads, GET /v1/events and its
+// export (rateLimitedRoute is the one rule). It is checked after requireAuth
+// and before the handler reads anything; a request over it is 429
+// "rate_limited" with Retry-After in whole seconds, at least 1. Health, the node
+// proof, the stream's upgrade and the other reads are not limited. Failed
+// authentications have a bucket per client address (IPv6: per /64); an
+// address that has spent it is answered 429 before its token is looked at.
+// Buckets are kept per key, at most maxLimiterKeys of each kind, the least
+// recently used dropped first.
+//
+// Serve caps the connections open at once (Options.MaxConns, connlimit.go),
+// TCP and unix-socket ones counted apart; one over the cap is answered 503
+// "too_many_connections" with Retry-After: 1 at once and closed, not left in
+// the accept queue. A WebSocket stream holds its slot until it closes, and a
+// token may hold at most Options.StreamsPerToken streams (429
+// "too_many_streams").
+//
 // # Live stream
 //
 // With Options.Stream (the node's embedded NATS server) GET /v1/stream is a

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/eventlog"
@@ -21,6 +22,9 @@ type Error struct {
 	Code    string // stable snake_case code (wire.md §1)
 	Message string // for humans; never holds a secret
 	Field   string // the one input field at fault, if any
+	// RetryAfter, when set, is sent as the Retry-After header in whole
+	// seconds, at least 1 (429 and 503 answers that know when to come back).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
@@ -48,6 +52,11 @@ const (
 	codeTimeout             = "timeout"
 	codeCanceled            = "canceled"
 	codeUpgradeRequired     = "upgrade_required"
+	// Limits on how much a client may ask at once (ratelimit.go, connlimit.go,
+	// stream.go; docs/limits.md).
+	codeRateLimited        = "rate_limited"
+	codeTooManyStreams     = "too_many_streams"
+	codeTooManyConnections = "too_many_connections"
 	// The MCP transport's own refusals (mcp.go).
 	codeForbidden            = "forbidden"
 	codeUnsupportedMediaType = "unsupported_media_type"
@@ -88,6 +97,24 @@ func bodyTooLarge(limit int64) *Error {
 	return &Error{Status: http.StatusRequestEntityTooLarge, Code: codeBodyTooLarge,
 		Message: fmt.Sprintf("request body is larger than %d bytes", limit)}
 }
+
+// rateLimited is a request over a rate limit, which may be sent again after
+// wait (wire.md §1).
+func rateLimited(wait time.Duration, msg string) *Error {
+	return &Error{Status: http.StatusTooManyRequests, Code: codeRateLimited, Message: msg, RetryAfter: wait}
+}
+
+// tooManyStreams is a stream upgrade by a token that already has perToken open.
+func tooManyStreams(perToken int) *Error {
+	return &Error{Status: http.StatusTooManyRequests, Code: codeTooManyStreams, RetryAfter: time.Second,
+		Message: fmt.Sprintf("this token already has %d streams open, the most it may; close one or use another token", perToken)}
+}
+
+// errTooManyConnections is the answer to a connection over the server's cap;
+// connlimit.go writes it on the connection itself, before any request is read
+// by net/http.
+var errTooManyConnections = &Error{Status: http.StatusServiceUnavailable, Code: codeTooManyConnections, RetryAfter: time.Second,
+	Message: "the node has as many connections open as it serves at once; retry shortly"}
 
 var (
 	errUnauthorized = &Error{Status: http.StatusUnauthorized, Code: codeUnauthorized,
@@ -184,6 +211,9 @@ func errorResponse(err error) (status int, body errorBody, internal bool) {
 // client does not see, client faults at Debug.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, body, internal := errorResponse(err)
+	if e := (*Error)(nil); errors.As(err, &e) && e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", retryAfter(e.RetryAfter))
+	}
 	if internal {
 		s.logger.LogAttrs(r.Context(), slog.LevelError, "request failed",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"runtime"
@@ -36,6 +37,24 @@ type Options struct {
 	// DefaultPageBytes): a page ends before the item that would take its body
 	// over it, though never before its first item. See docs/limits.md.
 	PageBytes int
+
+	// RateLimit is each token's rate limit, in requests a second, on the
+	// routes it covers (every authenticated POST, the registry proxy, GET
+	// /v1/events and its export; ratelimit.go), and RateBurst the requests it
+	// may make at once beyond it. Over it a request is refused with 429
+	// rate_limited and Retry-After. Defaults DefaultRateLimit and twice the
+	// limit; a negative RateLimit turns the limit off.
+	RateLimit float64
+	RateBurst int
+	// MaxConns caps the connections open at once, over TCP and, counted
+	// apart, over unix sockets (connlimit.go); one over it is answered 503
+	// too_many_connections and closed. Default DefaultMaxConns; negative: no
+	// cap. It applies in Serve.
+	MaxConns int
+	// StreamsPerToken caps the GET /v1/stream clients one token may have open
+	// at once; one more is refused with 429 too_many_streams. Default
+	// DefaultStreamsPerToken; negative: no cap.
+	StreamsPerToken int
 
 	// Identity runs the identity commands and signs the node's binding proof;
 	// Identities is the identity read model (fed by OnCommit). Set both or
@@ -133,8 +152,21 @@ type Server struct {
 	routeTable []string
 	handler    http.Handler
 
+	// tokenLimits is the rate limit of each token (ratelimit.go); nil: none.
+	tokenLimits *keyedLimiters
+	// authFails counts the failed authentications of each client address.
+	authFails *keyedLimiters
+	// limitedRoutes lists the "METHOD /path" of every route the rate limit
+	// covers, for the test that holds the rule.
+	limitedRoutes []string
+	// maxConns caps the connections Serve serves at once; 0: no cap.
+	maxConns int
+
 	// Server limits, fields so tests can shorten them.
+	headerTimeout   time.Duration // readHeaderTimeout
 	readTimeout     time.Duration
+	idleTimeout     time.Duration
+	shutdownGrace   time.Duration
 	writeTimeout    time.Duration // responseWriteTimeout
 	exportWriteIdle time.Duration
 	// listSlots admits the list handlers that may build a page as large as the
@@ -177,6 +209,18 @@ func New(opts Options) *Server {
 	if opts.PageBytes <= 0 {
 		opts.PageBytes = DefaultPageBytes
 	}
+	if opts.RateLimit == 0 {
+		opts.RateLimit = DefaultRateLimit
+	}
+	if opts.RateBurst <= 0 {
+		opts.RateBurst = max(1, int(min(2*opts.RateLimit, math.MaxInt32)))
+	}
+	if opts.MaxConns == 0 {
+		opts.MaxConns = DefaultMaxConns
+	}
+	if opts.StreamsPerToken == 0 {
+		opts.StreamsPerToken = DefaultStreamsPerToken
+	}
 	if opts.Catalog == nil {
 		opts.Catalog = catalog.Default()
 	}
@@ -211,13 +255,21 @@ func New(opts Options) *Server {
 		catalog:         opts.Catalog,
 		game:            opts.Game,
 		gameState:       opts.GameState,
-		streams:         newStreamHub(opts.Stream, logger),
+		streams:         newStreamHub(opts.Stream, max(0, opts.StreamsPerToken), logger),
+		authFails:       newKeyedLimiters(authFailRate, authFailBurst, maxLimiterKeys),
+		maxConns:        max(0, opts.MaxConns),
 		servicenet:      opts.Servicenet,
 		payments:        opts.PaymentAccounts,
+		headerTimeout:   readHeaderTimeout,
 		readTimeout:     readTimeout,
+		idleTimeout:     idleTimeout,
+		shutdownGrace:   shutdownGrace,
 		listSlots:       make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
 		writeTimeout:    responseWriteTimeout,
 		exportWriteIdle: exportWriteIdle,
+	}
+	if opts.RateLimit > 0 && !math.IsInf(opts.RateLimit, 1) {
+		s.tokenLimits = newKeyedLimiters(rate.Limit(opts.RateLimit), opts.RateBurst, maxLimiterKeys)
 	}
 	s.router = httprouter.New()
 	// Redirects would answer a typo with HTML; an API answers 404 instead.
@@ -246,8 +298,8 @@ func (s *Server) routes() {
 	s.handle(http.MethodGet, "/v1/health", s.handleHealth, routePublic)
 	s.handle(http.MethodPost, "/v1/node/proof", s.handleNodeProof, routePublic)
 	s.handle(http.MethodGet, "/v1/state", s.handleState, 0)
-	s.handle(http.MethodGet, "/v1/events", s.handleEvents, routeObserver|routeList)
-	s.handle(http.MethodGet, "/v1/events/export", s.handleExport, routeStreaming|routeObserver)
+	s.handle(http.MethodGet, "/v1/events", s.handleEvents, routeObserver|routeList|routeLimited)
+	s.handle(http.MethodGet, "/v1/events/export", s.handleExport, routeStreaming|routeObserver|routeLimited)
 	if s.streams.stream != nil {
 		s.handle(http.MethodGet, "/v1/stream", s.handleStream, routeStreaming|routeObserver|routeQueryToken)
 	}
@@ -311,6 +363,9 @@ const (
 	// has no Authorization header (wire.md §2: browsers cannot set headers on a
 	// WebSocket). The parameter is removed before anything else sees the query.
 	routeQueryToken
+	// routeLimited puts a GET route under the per-token rate limit, which
+	// covers every POST anyway (rateLimitedRoute).
+	routeLimited
 )
 
 // handle registers h. The timeout is outermost so that authentication, including
@@ -332,6 +387,14 @@ func (s *Server) handle(method, path string, h handler, flags routeFlags) {
 	}
 	if flags&routeList != 0 {
 		next = s.withListSlot(next)
+	}
+	if rateLimitedRoute(method, flags) {
+		s.limitedRoutes = append(s.limitedRoutes, method+" "+path)
+		if s.tokenLimits != nil {
+			// Inside requireAuth, which names the token; outside the list
+			// slot, so a refused request never waits for one.
+			next = s.limitRate(next)
+		}
 	}
 	if flags&routePublic == 0 {
 		next = s.requireAuth(next, flags)
@@ -381,15 +444,20 @@ func (s *Server) recoverPanic(w http.ResponseWriter, r *http.Request, v any) {
 
 // Serve serves on ln until ctx is done, then shuts down gracefully (in-flight requests get up to 10s).
 // It returns nil after a shutdown, also when stragglers had to be cut off (they are
-// logged), and an error only if serving itself failed.
+// logged), and an error only if serving itself failed. It serves at most
+// Options.MaxConns connections at once, over TCP and apart over unix sockets,
+// and answers one more 503 at once (connlimit.go).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s,
-		ReadHeaderTimeout: readHeaderTimeout,
+		ReadHeaderTimeout: s.headerTimeout,
 		ReadTimeout:       s.readTimeout,
-		IdleTimeout:       idleTimeout,
+		IdleTimeout:       s.idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+	}
+	if s.maxConns > 0 {
+		ln = limitConns(ln, s.maxConns)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(jsonErrorListener{ln}) }()
@@ -402,7 +470,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// closes nor waits for: they are told to close (1001) first, and waited
 	// for below with the other handlers.
 	s.streams.shutdown()
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.shutdownGrace)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {
 		s.logger.Warn("requests still running after the shutdown grace period; closing them", "err", err)

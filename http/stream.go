@@ -50,6 +50,12 @@ const (
 	streamReplayRounds = 16
 )
 
+// DefaultStreamsPerToken is the default of Options.StreamsPerToken: each
+// client holds a goroutine, a subscription and up to streamBuffer events, so
+// one token's clients are bounded, well above the 100 that civnode bench
+// opens with the owner token. A dashboard farm takes a token per dashboard.
+const DefaultStreamsPerToken = 256
+
 // Close reasons (RFC 6455 §7.1.6 allows 123 bytes).
 const (
 	reasonShutdown  = "node shutting down"
@@ -77,8 +83,12 @@ type streamHub struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// perToken caps the clients of one token (0: no cap); open counts them.
+	perToken int
+
 	mu      sync.Mutex
 	closing bool
+	open    map[string]int // token id → clients open
 	clients sync.WaitGroup
 
 	// writeDrops counts clients closed because one write did not complete
@@ -90,10 +100,10 @@ type streamHub struct {
 	replayed func(round int)
 }
 
-func newStreamHub(st *stream.Server, logger *slog.Logger) *streamHub {
+func newStreamHub(st *stream.Server, perToken int, logger *slog.Logger) *streamHub {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &streamHub{
-		stream: st, logger: logger,
+		stream: st, logger: logger, perToken: perToken, open: make(map[string]int),
 		buffer: streamBuffer, writeTimeout: streamWriteTimeout,
 		pingInterval: streamPingInterval, pongTimeout: streamPongTimeout,
 		replayEvents: streamReplayEvents, replayBytes: streamReplayBytes,
@@ -101,19 +111,30 @@ func newStreamHub(st *stream.Server, logger *slog.Logger) *streamHub {
 	}
 }
 
-// enter admits a client unless the hub is shutting down; a client admitted
-// must call leave.
-func (h *streamHub) enter() bool {
+// enter admits a client of token unless the hub is shutting down or the
+// token has as many clients as it may; a client admitted must call leave.
+func (h *streamHub) enter(token string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closing {
-		return false
+		return errStreamUnavailable
 	}
+	if h.perToken > 0 && h.open[token] >= h.perToken {
+		return tooManyStreams(h.perToken)
+	}
+	h.open[token]++
 	h.clients.Add(1)
-	return true
+	return nil
 }
 
-func (h *streamHub) leave() { h.clients.Done() }
+func (h *streamHub) leave(token string) {
+	h.mu.Lock()
+	if h.open[token]--; h.open[token] <= 0 {
+		delete(h.open, token)
+	}
+	h.mu.Unlock()
+	h.clients.Done()
+}
 
 // shutdown tells every client to close with 1001 and admits no more.
 func (h *streamHub) shutdown() {
@@ -181,7 +202,9 @@ func cutQueryToken(raw string) (token, rest string, found bool) {
 //
 // Everything that can be refused is refused before the upgrade, as a JSON error:
 // the token (requireAuth), the filters, a request that is not a WebSocket
-// handshake. With since= or after_seq= the client first gets the log's events
+// handshake, a token that has as many streams open as it may (429
+// too_many_streams); the upgrade is not rate-limited. With since= or
+// after_seq= the client first gets the log's events
 // after that point, then the live ones, with no gap and no duplicate: the
 // subscription is taken first, then the log is replayed up to a tip read after
 // it, and live events at or below that tip are skipped. Every event above it was
@@ -212,10 +235,11 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, _ httprout
 		return errUpgradeRequired
 	}
 	hub := s.streams
-	if !hub.enter() {
-		return errStreamUnavailable
+	token := requestActor(r.Context()).TokenID
+	if err := hub.enter(token); err != nil {
+		return err
 	}
-	defer hub.leave()
+	defer hub.leave(token)
 
 	c := &streamClient{hub: hub, log: s.log, filter: filter, floor: afterSeq}
 	switch {

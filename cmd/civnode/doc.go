@@ -1,7 +1,7 @@
 // Command civnode runs a civnode node and works on its signed event chain.
 //
 //	civnode serve   [--data-dir DIR] [--addr HOST:PORT] [--governs a,b] [--catalog FILE]
-//	                [--page-bytes N]
+//	                [--page-bytes N] [--rate-limit N] [--rate-burst N] [--max-conns N]
 //	civnode verify  FILE|-            an export bundle (- reads stdin)
 //	civnode verify  --data-dir DIR    the local chain
 //	civnode export  [--data-dir DIR]  a signed export bundle to stdout

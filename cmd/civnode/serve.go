@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"sync"
 
@@ -17,8 +18,7 @@ import (
 	"github.com/civnode/civnode/stream"
 )
 
-// serveConfig is the command line of serve. Flags for features that do not
-// exist yet (--rate-limit in wire.md §10) are added with the features.
+// serveConfig is the command line of serve (wire.md §10).
 type serveConfig struct {
 	dataDir string
 	addr    string
@@ -26,6 +26,12 @@ type serveConfig struct {
 	catalog string // game catalog file; "" is the built-in catalog
 	// pageBytes is the byte budget of one page of a list response.
 	pageBytes int
+	// rateLimit is each token's requests a second on the rate-limited routes,
+	// rateBurst the requests it may make at once; 0: no limit, 2 × rateLimit.
+	rateLimit float64
+	rateBurst int
+	// maxConns caps the connections served at once; 0: no cap.
+	maxConns int
 	// natsListen opens a NATS client port; "" none (in-process only).
 	natsListen string
 	// natsLeaf joins a NATS server or cluster as a leaf node; "" none.
@@ -62,9 +68,19 @@ joins an existing NATS server or cluster as a leaf node (the URL's leafnodes
 port, e.g. nats://hub:7422; credentials in the URL are used, never logged or
 recorded), so observers anywhere subscribe there to civnode.<node DID>.events.>.
 The link is redialled while it is down; within a second of each time it goes up
-or down, the node appends peer.connected or peer.disconnected to its chain.`,
+or down, the node appends peer.connected or peer.disconnected to its chain.
+
+Each token may make --rate-limit requests a second, --rate-burst at once, to
+the routes that write, call the registry, run MCP tools or read the event log;
+past that it is answered 429 with Retry-After. An address that keeps failing
+authentication is answered 429 too. At most --max-conns connections are served
+at once (the control socket has as many of its own); one more is answered 503
+at once and closed. Every limit is listed in docs/limits.md.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cfg.check(); err != nil {
+				return err
+			}
 			logger, err := m.logger(g)
 			if err != nil {
 				return err
@@ -77,11 +93,44 @@ or down, the node appends peer.connected or peer.disconnected to its chain.`,
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "listen address HOST:PORT; port 0 picks a free port")
 	f.StringSliceVar(&cfg.governs, "governs", []string{"genesis"}, "subnets this node is the governance actor for, comma separated")
 	f.IntVar(&cfg.pageBytes, "page-bytes", civhttp.DefaultPageBytes, "byte `BUDGET` of one page of a list response; a page ends before the item that would pass it (docs/limits.md)")
+	f.Float64Var(&cfg.rateLimit, "rate-limit", civhttp.DefaultRateLimit, "requests a second each token may make to the write, registry, MCP and event-log routes; over it: 429 with Retry-After (0: no limit; docs/limits.md)")
+	f.IntVar(&cfg.rateBurst, "rate-burst", 0, "requests a token may make at once beyond --rate-limit (default 2 × --rate-limit)")
+	f.IntVar(&cfg.maxConns, "max-conns", civhttp.DefaultMaxConns, "connections served at once, over TCP and apart on the control socket; one more is answered 503 at once (0: no cap)")
 	f.StringVar(&cfg.catalog, "catalog", "", "game catalog JSON `FILE` (default: the catalog built into the binary; see docs/game.md)")
 	f.StringVar(&cfg.natsListen, "nats-listen", "", "open a NATS client port on `HOST:PORT` for observers (default: none, in-process only; port 0 picks a free port)")
 	f.StringVar(&cfg.registryURL, "registry-url", DefaultRegistryURL, "the agent registry the node proxies (`URL`); its credential is <data-dir>/registry.credential")
 	f.StringVar(&cfg.natsLeaf, "nats-leaf", "", "join the NATS server or cluster at `URL` (its leafnodes port, nats://host:7422) as a leaf node")
 	return cmd
+}
+
+// check refuses flag values that mean nothing.
+func (cfg serveConfig) check() error {
+	switch {
+	case cfg.rateLimit < 0 || math.IsNaN(cfg.rateLimit) || math.IsInf(cfg.rateLimit, 0):
+		return usageErrorf("--rate-limit must be a number of requests a second, 0 or more (0: no limit)")
+	case cfg.rateBurst < 0:
+		return usageErrorf("--rate-burst must be 0 or more (0: twice --rate-limit)")
+	case cfg.maxConns < 0:
+		return usageErrorf("--max-conns must be 0 or more (0: no cap)")
+	}
+	return nil
+}
+
+// httpRateLimit is --rate-limit as civhttp.Options takes it, where 0 is the
+// default and a negative limit is none.
+func (cfg serveConfig) httpRateLimit() float64 {
+	if cfg.rateLimit == 0 {
+		return -1
+	}
+	return cfg.rateLimit
+}
+
+// httpMaxConns is --max-conns as civhttp.Options takes it.
+func (cfg serveConfig) httpMaxConns() int {
+	if cfg.maxConns == 0 {
+		return -1
+	}
+	return cfg.maxConns
 }
 
 // serve runs the node until ctx is done.
@@ -194,6 +243,9 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 		Governs:    cfg.governs,
 		Catalog:    cat,
 		PageBytes:  cfg.pageBytes,
+		RateLimit:  cfg.httpRateLimit(),
+		RateBurst:  cfg.rateBurst,
+		MaxConns:   cfg.httpMaxConns(),
 		Logger:     logger,
 		Stream:     st,
 
@@ -201,7 +253,8 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 		PaymentAccounts: node.PaymentAccounts,
 	})
 	logger.Info("serving", "addr", addr, "node_did", chain.NodeDID(), "data_dir", string(dir),
-		"tip_seq", chain.Tip().Seq, "version", version, "catalog_version", cat.Version, "registry", registry.BaseURL())
+		"tip_seq", chain.Tip().Seq, "version", version, "catalog_version", cat.Version, "registry", registry.BaseURL(),
+		"rate_limit", cfg.rateLimit, "max_conns", cfg.maxConns)
 	if _, err := fmt.Fprintf(m.Stdout, "civnode listening on http://%s\n", addr); err != nil {
 		ln.Close()
 		return fmt.Errorf("print listening line: %w", err)

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestServeLimitFlags: --rate-limit, --rate-burst and --max-conns reach the
+// server (docs/limits.md), and values that mean nothing are usage errors.
+func TestServeLimitFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--rate-limit", "-1"}, {"--rate-limit", "NaN"}, {"--rate-burst", "-1"}, {"--max-conns", "-1"},
+	} {
+		res := runCLI(t, nil, append([]string{"serve", "--data-dir", t.TempDir() + "/x"}, args...)...)
+		if res.code != 2 || !strings.Contains(res.stderr, args[0]) {
+			t.Errorf("serve %v: code %d, stderr %q; want a usage error naming the flag", args, res.code, res.stderr)
+		}
+	}
+	for _, tc := range []struct {
+		cfg      serveConfig
+		rate     float64
+		maxConns int
+	}{
+		{serveConfig{rateLimit: 0, maxConns: 0}, -1, -1},
+		{serveConfig{rateLimit: 2.5, maxConns: 10}, 2.5, 10},
+	} {
+		if got := tc.cfg.httpRateLimit(); got != tc.rate {
+			t.Errorf("httpRateLimit of %v = %v, want %v", tc.cfg.rateLimit, got, tc.rate)
+		}
+		if got := tc.cfg.httpMaxConns(); got != tc.maxConns {
+			t.Errorf("httpMaxConns of %v = %v, want %v", tc.cfg.maxConns, got, tc.maxConns)
+		}
+	}
+
+	n := startNodeArgs(t, t.TempDir(), "--rate-limit", "0.01", "--rate-burst", "1", "--max-conns", "2")
+	// One connection per request, so that no idle connection holds a slot.
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	get := func(path string) (*http.Response, map[string]string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, n.url+path, nil)
+		req.Header.Set("Authorization", "Bearer "+n.token)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body map[string]string
+		raw, _ := io.ReadAll(resp.Body)
+		_ = json.Unmarshal(raw, &body)
+		return resp, body
+	}
+	if resp, _ := get("/v1/events?limit=1"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("first GET /v1/events: %d", resp.StatusCode)
+	}
+	resp, body := get("/v1/events?limit=1")
+	secs, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+	if resp.StatusCode != http.StatusTooManyRequests || body["code"] != "rate_limited" || err != nil || secs < 1 {
+		t.Errorf("over --rate-limit: %d %v, Retry-After %q; want 429 rate_limited, whole seconds ≥ 1",
+			resp.StatusCode, body, resp.Header.Get("Retry-After"))
+	}
+	if resp, _ := get("/v1/state"); resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /v1/state is not rate-limited, got %d", resp.StatusCode)
+	}
+
+	// --max-conns 2: two kept-alive connections fill the cap, a third is
+	// answered 503 at once.
+	addr := strings.TrimPrefix(n.url, "http://")
+	for range 2 {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if st := rawHealth(t, conn); st != http.StatusOK {
+			t.Fatalf("within --max-conns: %d", st)
+		}
+	}
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if st := rawHealth(t, conn); st != http.StatusServiceUnavailable {
+		t.Errorf("over --max-conns: %d, want 503", st)
+	}
+}
+
+// rawHealth sends GET /v1/health on conn, keeping it alive, and returns the
+// status.
+func rawHealth(t *testing.T, conn net.Conn) int {
+	t.Helper()
+	_ = conn.SetDeadline(time.Now().Add(waitTimeout))
+	if _, err := io.WriteString(conn, "GET /v1/health HTTP/1.1\r\nHost: civnode\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}

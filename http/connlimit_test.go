@@ -1,0 +1,230 @@
+package http
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// serveOn runs s.Serve on a loopback listener until the test ends and returns
+// the listener's address.
+func serveOn(t *testing.T, s *Server) string {
+	t.Helper()
+	ln := listen(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return ln.Addr().String()
+}
+
+// dialConn opens a raw connection to addr, closed when the test ends.
+func dialConn(t *testing.T, network, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(waitDeadline))
+	return c
+}
+
+// rawGet sends GET path on c, keeping the connection alive, and reads the answer.
+func rawGet(t *testing.T, c net.Conn, br *bufio.Reader, path string) (*http.Response, []byte) {
+	t.Helper()
+	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: civnode\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, body
+}
+
+// wantRefusedConn checks the answer to a connection over the cap, and that the
+// connection is closed after it.
+func wantRefusedConn(t *testing.T, c net.Conn) {
+	t.Helper()
+	br := bufio.NewReader(c)
+	resp, body := rawGet(t, c, br, "/v1/health")
+	r := response{status: resp.StatusCode, header: resp.Header, body: body}
+	r.wantError(t, http.StatusServiceUnavailable, "too_many_connections", "")
+	if got := resp.Header.Get("Retry-After"); got != "1" {
+		t.Errorf("Retry-After = %q, want 1", got)
+	}
+	if !resp.Close {
+		t.Error("the answer does not say Connection: close")
+	}
+	if n, err := br.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
+		t.Errorf("after the answer: read %d bytes, %v; want EOF", n, err)
+	}
+}
+
+// oneShotGet sends GET path on a new connection that is closed after it, so
+// that it holds no slot afterwards, and returns the status (0 on an error).
+func oneShotGet(addr, path string) int {
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: waitDeadline}
+	resp, err := c.Get("http://" + addr + path)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestConnCap: with the cap reached, a new connection is answered 503
+// too_many_connections with Retry-After: 1 at once and closed, over a raw
+// connection and through an ordinary client; once a connection closes, its
+// slot serves again.
+func TestConnCap(t *testing.T) {
+	n := newTestNodeWith(t, func(o *Options) { o.MaxConns = 2 }, nil)
+	addr := serveOn(t, n.srv)
+	var held []net.Conn
+	for range 2 {
+		c := dialConn(t, "tcp", addr)
+		if resp, _ := rawGet(t, c, bufio.NewReader(c), "/v1/health"); resp.StatusCode != http.StatusOK {
+			t.Fatalf("within the cap: %d", resp.StatusCode)
+		}
+		held = append(held, c) // kept alive, idle: each holds its slot
+	}
+	wantRefusedConn(t, dialConn(t, "tcp", addr))
+	if got := oneShotGet(addr, "/v1/health"); got != http.StatusServiceUnavailable {
+		t.Errorf("net/http client over the cap: status %d, want 503", got)
+	}
+	held[0].Close()
+	waitFor(t, "a slot to serve again", func() bool { return oneShotGet(addr, "/v1/health") == http.StatusOK })
+}
+
+// TestConnCapCountsStreams: a WebSocket stream holds its connection's slot
+// for as long as it is open.
+func TestConnCapCountsStreams(t *testing.T) {
+	n := newStreamNode(t, streamNodeConfig{serve: true, editServer: func(s *Server) { s.maxConns = 1 }})
+	addr := n.url[len("http://"):]
+	c := n.dialOwner(t, "")
+	wantRefusedConn(t, dialConn(t, "tcp", addr))
+	c.CloseNow()
+	waitFor(t, "the stream's slot to serve again", func() bool { return oneShotGet(addr, "/v1/health") == http.StatusOK })
+}
+
+// TestConnCapUnixApart: connections on a unix socket (the control socket) are
+// counted apart from TCP ones, so a TCP flood leaves the CLI its own slots.
+func TestConnCapUnixApart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.sock")
+	uln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := limitConns(uln, 1)
+	defer l.Close()
+	refused := make(chan struct{}, 4)
+	l.refused = func() { refused <- struct{}{} }
+	l.tcp.open.Store(1) // TCP is full
+	accepted := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c
+		}
+	}()
+	first := dialConn(t, "unix", path)
+	c := <-accepted
+	if l.unix.open.Load() != 1 || l.tcp.open.Load() != 1 {
+		t.Fatalf("open: unix %d, tcp %d; want 1, 1", l.unix.open.Load(), l.tcp.open.Load())
+	}
+	rc := dialConn(t, "unix", path)
+	wantRefusedConn(t, rc)
+	rc.Close()
+	<-refused
+	c.Close()
+	c.Close() // a second close gives nothing back twice
+	if got := l.unix.open.Load(); got != 0 {
+		t.Fatalf("after close: %d open, want 0", got)
+	}
+	dialConn(t, "unix", path)
+	if c := <-accepted; c == nil {
+		t.Fatal("no connection after a slot freed")
+	} else {
+		c.Close()
+	}
+	first.Close()
+}
+
+// TestConnCapRefusalsAreBounded: past maxRefusing refusals in progress, a
+// connection over the cap is closed at once without an answer, so a flood
+// cannot pile up goroutines.
+func TestConnCapRefusalsAreBounded(t *testing.T) {
+	ln := listen(t)
+	l := limitConns(ln, 1)
+	defer l.Close()
+	var mu sync.Mutex
+	refusedCount := 0
+	l.refused = func() { mu.Lock(); refusedCount++; mu.Unlock() }
+	for range maxRefusing {
+		l.refusing <- struct{}{} // every refusal slot busy
+	}
+	l.tcp.open.Store(1)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	c := dialConn(t, "tcp", ln.Addr().String())
+	if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil {
+		t.Errorf("read %d bytes, %v; want the connection closed without an answer", n, err)
+	}
+	waitFor(t, "the refusal to be counted", func() bool { mu.Lock(); defer mu.Unlock(); return refusedCount == 1 })
+}
+
+// TestStreamsPerToken: a token with as many streams open as it may is
+// refused another, 429 too_many_streams, before the upgrade; other tokens are
+// not affected, and a closed stream frees its place.
+func TestStreamsPerToken(t *testing.T) {
+	n := newStreamNode(t, streamNodeConfig{editServer: func(s *Server) { s.streams.perToken = 2 }})
+	if DefaultStreamsPerToken < 100 {
+		t.Errorf("DefaultStreamsPerToken = %d: civnode bench opens 100 streams with one token", DefaultStreamsPerToken)
+	}
+	a := n.dialOwner(t, "")
+	n.dialOwner(t, "")
+	r := n.dialRefused(t, "", bearer(testToken))
+	r.wantError(t, http.StatusTooManyRequests, "too_many_streams", "")
+	wantRetryAfter(t, r, 1)
+	obs := issue(t, n.tokens, "observer", "")
+	if _, resp, err := n.dial(t, "", bearer(obs.Secret), nil); err != nil {
+		t.Fatalf("another token: %v (%s)", err, respBody(resp))
+	}
+	a.CloseNow()
+	waitFor(t, "the closed stream's place", func() bool {
+		c, _, err := n.dial(t, "", bearer(testToken), nil)
+		if err == nil {
+			c.CloseNow()
+		}
+		return err == nil
+	})
+}
