@@ -519,7 +519,9 @@ func (c *streamClient) writeMessage(ctx context.Context, msg []byte) error {
 	wctx, cancel := context.WithTimeout(ctx, c.hub.writeTimeout)
 	defer cancel()
 	err := c.conn.Write(wctx, websocket.MessageText, msg)
-	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
+	// The write's own deadline, not the outer context: the close that the
+	// timeout makes can end the read side, and with it ctx, first.
+	if err != nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
 		return errWriteTimeout
 	}
 	return err

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -262,15 +263,25 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // closeStatus reads until the connection ends and returns its close error.
 func closeStatus(t *testing.T, c *websocket.Conn) (websocket.CloseError, []streamMsg) {
 	t.Helper()
+	ce, msgs, err := readUntilClose(t, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ce, msgs
+}
+
+// readUntilClose is closeStatus for a goroutine other than the test's, where
+// t.Fatal would leave the test waiting: it returns the failure instead.
+func readUntilClose(t *testing.T, c *websocket.Conn) (websocket.CloseError, []streamMsg, error) {
 	var msgs []streamMsg
 	for {
 		m, err := readMsg(t, c)
 		if err != nil {
 			var ce websocket.CloseError
 			if !errors.As(err, &ce) {
-				t.Fatalf("connection ended without a close frame after %d messages: %v", len(msgs), err)
+				return ce, msgs, fmt.Errorf("connection ended without a close frame after %d messages: %w", len(msgs), err)
 			}
-			return ce, msgs
+			return ce, msgs, nil
 		}
 		msgs = append(msgs, m)
 	}

@@ -238,7 +238,10 @@ func TestStreamShutdownClosesWithGoingAway(t *testing.T) {
 	codes := make(chan websocket.CloseError, len(clients))
 	for _, c := range clients {
 		go func() {
-			ce, _ := closeStatus(t, c)
+			ce, _, err := readUntilClose(t, c)
+			if err != nil {
+				t.Error(err)
+			}
 			codes <- ce
 		}()
 	}
