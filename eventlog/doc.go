@@ -76,8 +76,15 @@
 // a damaged block returns ErrCorrupt naming the file and, for events, the seqs
 // it could not read, and fails the log as a failed fsync does. Open checks the
 // genesis event against the key (ErrWrongKey) and the newest events; a crash
-// cannot tear them (each group is one atomic batch), so any fault there is
-// ErrCorrupt too. CheckStore reads everything Verify does not.
+// cannot tear an event from its group (each group is one atomic batch), so any
+// fault there is ErrCorrupt too. CheckStore reads everything Verify does not.
+//
+// A crash can cut the newest write-ahead-log record short: the group whose
+// fsync never completed, so no event of it was acknowledged. Before Pebble
+// replays the log, Open reads the newest WAL itself (torn.go): a file that
+// ends inside its last record is a torn tail, reported (Log.TornTail, a
+// warning naming the recovered seq) and recovered from; a bad record followed
+// by good ones is damage, ErrCorrupt. Pebble alone would drop both silently.
 //
 // # Export bundle
 //

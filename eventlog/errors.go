@@ -19,6 +19,11 @@ var (
 	// writes: restore the data dir from a backup. Log.Verify, like VerifyBundle,
 	// reports a readable event that fails its checks as ErrBrokenChain.
 	ErrCorrupt = errors.New("eventlog: corrupt store")
+	// ErrTornTail marks a *TornTail: the newest write-ahead log ended inside
+	// a record, the group of appends a process was writing when it stopped.
+	// That group was never acknowledged, and recovery drops it. It is a
+	// report, not a failure: Open succeeds and Log.TornTail returns it (torn.go).
+	ErrTornTail = errors.New("eventlog: torn tail")
 	// ErrBadBundle means an export bundle is malformed or its seal does not verify.
 	ErrBadBundle = errors.New("eventlog: bad bundle")
 	// ErrFailed means an earlier write failed to become durable, or a read met

@@ -90,6 +90,8 @@ type Log struct {
 
 	auditMu   sync.Mutex
 	auditLast int64
+
+	torn *TornTail // what Open recovered from; nil for a clean end
 }
 
 // Open opens or creates the log. On a new database it writes the genesis event. On
@@ -142,6 +144,16 @@ func Open(opts Options) (*Log, error) {
 		stopped: make(chan struct{}),
 		damaged: map[string]bool{},
 	}
+	// Before Pebble replays the newest write-ahead log, which it would cut at a
+	// torn tail or at damage alike, without a word (torn.go).
+	fs := popts.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	torn, err := checkWALTail(fs, dir)
+	if err != nil {
+		return nil, err
+	}
 	// Before Open: a compaction may meet a damaged block as soon as the DB is up.
 	popts.EventListener = &pebble.EventListener{DataCorruption: l.sawCorruption}
 	db, err := pebble.Open(dir, popts)
@@ -152,6 +164,10 @@ func Open(opts Options) (*Log, error) {
 	if err := l.load(opts.TailCheck); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if torn != nil {
+		torn.Seq, l.torn = l.tip.Seq, torn
+		l.log.Warn(torn.Error())
 	}
 	if l.tip.Seq == 0 {
 		if err := l.writeGenesis(); err != nil {
@@ -228,11 +244,13 @@ func (l *Log) Close() error {
 
 // load reads the tip, root and type counts and checks the tail of the chain.
 //
-// Every fault the check finds is ErrCorrupt. A crash cannot tear the tail:
-// each group of events, with its index entries, is one Pebble batch, which is
-// one checksummed WAL record, and Pebble replays only whole records. So an
-// event that is there but fails a check was changed after it was written, and
-// one that cannot be read sits in a damaged block.
+// Every fault the check finds is ErrCorrupt. A crash cannot tear an event
+// from its group: each group of events, with its index entries, is one Pebble
+// batch, which is one checksummed WAL record, and Pebble replays only whole
+// records (a record cut short is a torn tail, which Open reported before
+// Pebble dropped it; torn.go). So an event that is there but fails a check
+// was changed after it was written, and one that cannot be read sits in a
+// damaged block.
 func (l *Log) load(tailCheck int) error {
 	if v, closer, err := l.db.Get(metaSchemaKey); err == nil {
 		ver := string(v)
