@@ -74,7 +74,9 @@ func encode(v any) ([]byte, error) {
 	if err := enc.Encode(v); err != nil {
 		return nil, fmt.Errorf("encode read model value: %w", err)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	// A copy of just the bytes: the buffer's spare capacity would otherwise
+	// stay alive in the model's value cache, doubling what each entry holds.
+	return bytes.Clone(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
 }
 
 // load reads and decodes the value of k into v; ok is false when there is none.

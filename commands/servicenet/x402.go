@@ -205,8 +205,10 @@ func parseRequirement(raw json.RawMessage, version int) (Requirement, error) {
 // the token's uint256. Signs, exponents and fractions are refused rather than
 // rounded: the price is signed exactly as sent.
 func parseAmount(s string) (*big.Int, error) {
-	if !isDecimal(s) {
-		return nil, fmt.Errorf("%q is not a non-negative decimal integer", s)
+	// Without leading zeros: the amount is echoed in the payment as the
+	// authorization's value, which must be the very string it was.
+	if !isDecimal(s) || len(s) > 1 && s[0] == '0' {
+		return nil, fmt.Errorf("%q is not a non-negative decimal integer without leading zeros", s)
 	}
 	n, _ := new(big.Int).SetString(s, 10)
 	if n.Cmp(maxUint256) > 0 {
