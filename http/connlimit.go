@@ -149,8 +149,8 @@ func readRequestHead(c net.Conn) {
 func refusalResponse() []byte {
 	_, body, _ := errorResponse(errTooManyConnections)
 	b, err := marshalJSON(body)
-	if err != nil {
-		panic(err) // two strings cannot fail to encode
+	if err != nil { // cannot happen for strings; keep the status regardless, as writeError does
+		b = []byte(`{"error":"too many connections","code":"too_many_connections"}` + "\n")
 	}
 	var out bytes.Buffer
 	out.WriteString("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\n" +
