@@ -3,7 +3,6 @@ package http
 import (
 	"bufio"
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"io"
@@ -15,10 +14,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/commands"
-	"github.com/civnode/civnode/commands/servicenet"
-	"github.com/civnode/civnode/eventlog"
 )
 
 // Tests of the server's own limits in docs/limits.md that no other test file
@@ -130,20 +126,7 @@ func TestRegistryRouteTimeout(t *testing.T) {
 		registryAnswer(w, http.StatusOK, map[string]any{"agents": []any{}})
 	}))
 	t.Cleanup(reg.Close)
-	key := ed25519.NewKeyFromSeed(testSeed)
-	client, err := servicenet.New(servicenet.Config{BaseURL: reg.URL,
-		NodeDID: eventlog.DIDKey(key.Public().(ed25519.PublicKey)),
-		Sign:    func(msg []byte) []byte { return ed25519.Sign(key, msg) },
-		Retries: -1, Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := core.Open(eventlog.Options{InMemory: true, Key: key, Logger: discardLogger()},
-		core.Config{Governs: []string{"genesis"}, Keys: servicenet.NewKeystore(t.TempDir()), Registry: client})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c, client := registryCore(t, reg.URL)
 	sn, err := commands.NewServicenet(commands.ServicenetOptions{Log: c.Log, Registry: client,
 		Model: c.Receipts.Decisions(), Accounts: c.PaymentAccounts})
 	if err != nil {

@@ -103,19 +103,7 @@ func newMCPWorld(t *testing.T) *mcpWorld {
 	t.Helper()
 	reg := newFakeRegistry(t)
 	key := ed25519.NewKeyFromSeed(testSeed)
-	client, err := servicenet.New(servicenet.Config{BaseURL: reg.URL,
-		NodeDID: eventlog.DIDKey(key.Public().(ed25519.PublicKey)),
-		Sign:    func(msg []byte) []byte { return ed25519.Sign(key, msg) },
-		Retries: -1, Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := core.Open(eventlog.Options{InMemory: true, Key: key, Logger: discardLogger()},
-		core.Config{Governs: []string{"genesis"}, Keys: servicenet.NewKeystore(t.TempDir()), Registry: client})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c, client := registryCore(t, reg.URL)
 	// Polls close together, so that a sync invoke takes milliseconds.
 	sn, err := commands.NewServicenet(commands.ServicenetOptions{Log: c.Log, Registry: client,
 		Model: c.Receipts.Decisions(), Accounts: c.PaymentAccounts, PollInterval: 5 * time.Millisecond, PollMax: 20 * time.Millisecond})
@@ -251,4 +239,25 @@ func readAll(t *testing.T, r io.ReadCloser) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// registryCore opens an in-memory node wired as cmd wires it (governing
+// genesis), whose registry client, without retries, calls url.
+func registryCore(t *testing.T, url string) (*core.Core, *servicenet.Client) {
+	t.Helper()
+	key := ed25519.NewKeyFromSeed(testSeed)
+	client, err := servicenet.New(servicenet.Config{BaseURL: url,
+		NodeDID: eventlog.DIDKey(key.Public().(ed25519.PublicKey)),
+		Sign:    func(msg []byte) []byte { return ed25519.Sign(key, msg) },
+		Retries: -1, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := core.Open(eventlog.Options{InMemory: true, Key: key, Logger: discardLogger()},
+		core.Config{Governs: []string{"genesis"}, Keys: servicenet.NewKeystore(t.TempDir()), Registry: client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, client
 }
