@@ -59,6 +59,10 @@ func (s *Server) mcpRoutes() {
 			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 		})
 	for _, t := range s.mcpTools() {
+		if t.err != nil {
+			s.logger.Error("mcp tool not offered", "tool", t.name, "err", t.err)
+			continue
+		}
 		srv.AddTool(t.tool, t.handler)
 	}
 	transport := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{

@@ -19,17 +19,38 @@ var schemaOptions = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonsc
 	reflect.TypeFor[json.RawMessage](): {Type: "object"},
 }}
 
-// property is the schema of the property at path, for the schema edits; a
-// path that does not exist is a programming error.
+// property is the schema of the property at path, for the schema edits. A
+// path the argument struct does not have is added, and newTool then refuses
+// the tool (sameProperties): an edit never describes an argument that is not
+// there.
 func property(s *jsonschema.Schema, path ...string) *jsonschema.Schema {
 	for _, name := range path {
 		p, ok := s.Properties[name]
 		if !ok {
-			panic(fmt.Sprintf("mcp input schema: no property %q", name))
+			p = &jsonschema.Schema{}
+			if s.Properties == nil {
+				s.Properties = map[string]*jsonschema.Schema{}
+			}
+			s.Properties[name] = p
 		}
 		s = p
 	}
 	return s
+}
+
+// sameProperties reports the first property path that edited has and
+// inferred has not, at any depth.
+func sameProperties(inferred, edited *jsonschema.Schema, at string) error {
+	for name, p := range edited.Properties {
+		q, ok := inferred.Properties[name]
+		if !ok {
+			return fmt.Errorf("the schema edits name %s%s, which the arguments do not have", at, name)
+		}
+		if err := sameProperties(q, p, at+name+"."); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // nonNull drops the "null" that jsonschema-go allows for a pointer: a member

@@ -660,3 +660,17 @@ func TestMCPRawExchange(t *testing.T) {
 		t.Errorf("duplicate argument answered %d %s", r.status, r.body)
 	}
 }
+
+// TestMCPSchemaEditsMatchArguments: schema edits that name an argument the
+// tool does not have are refused, not turned into a schema that invents it.
+func TestMCPSchemaEditsMatchArguments(t *testing.T) {
+	tool := newTool(&Server{}, toolSpec[listMissionsArgs]{name: "x",
+		schema: func(sc *jsonschema.Schema) { describe(sc, "typo", "stat") }})
+	if tool.err == nil || !strings.Contains(tool.err.Error(), "stat") {
+		t.Errorf("an edit of a missing argument: err = %v", tool.err)
+	}
+	if tool := newTool(&Server{}, toolSpec[listMissionsArgs]{name: "x",
+		schema: func(sc *jsonschema.Schema) { describe(sc, "ok", "state") }}); tool.err != nil {
+		t.Errorf("an edit of a real argument: %v", tool.err)
+	}
+}

@@ -46,6 +46,9 @@ import (
 type mcpTool struct {
 	tool    *mcp.Tool
 	handler mcp.ToolHandler
+	// name and err are set instead when the tool could not be built.
+	name string
+	err  error
 }
 
 // toolSpec describes a tool whose arguments decode into In.
@@ -292,15 +295,21 @@ func (s *Server) missionAnswer(res commands.MissionResult) (toolAnswer, error) {
 	return jsonAnswer(rec)
 }
 
-// newTool builds spec's tool. A schema that cannot be inferred is a
-// programming error, found by the first test that builds a server.
+// newTool builds spec's tool. A schema that cannot be inferred, or edits
+// that name an argument the tool does not have, leave the tool with err set:
+// mcpRoutes then does not offer it and logs why (a programming error, which
+// TestMCPToolList finds).
 func newTool[In any](s *Server, spec toolSpec[In]) mcpTool {
 	schema, err := jsonschema.For[In](schemaOptions)
 	if err != nil {
-		panic(fmt.Sprintf("mcp tool %s: input schema: %v", spec.name, err))
+		return mcpTool{name: spec.name, err: fmt.Errorf("input schema: %w", err)}
 	}
 	if spec.schema != nil {
+		inferred, _ := jsonschema.For[In](schemaOptions)
 		spec.schema(schema)
+		if err := sameProperties(inferred, schema, ""); err != nil {
+			return mcpTool{name: spec.name, err: err}
+		}
 	}
 	tool := &mcp.Tool{Name: spec.name, Title: spec.title, Description: spec.description,
 		InputSchema: schema, Annotations: spec.annotations}
