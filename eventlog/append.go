@@ -378,7 +378,12 @@ func (l *Log) commit(g *group) error {
 		sp.apply(b, g.models)
 		b.Set(sp.key(modelAppliedKey), appendU64(nil, last.ev.Seq), nil)
 	}
-	if err := withFatal(func() error { return b.Commit(pebble.Sync) }); err != nil {
+	start := time.Now()
+	err := withFatal(func() error { return b.Commit(pebble.Sync) })
+	if l.onGroup != nil {
+		l.onGroup(GroupCommit{Events: len(g.pending), Duration: time.Since(start), Err: err})
+	}
+	if err != nil {
 		l.fail(fmt.Errorf("commit seq %d..%d: %w", g.pending[0].ev.Seq, last.ev.Seq, err))
 		return err
 	}

@@ -41,6 +41,10 @@ type Options struct {
 	// and must be quick (stream publication). An error fails the log: the events
 	// are durable, but the log takes no more writes.
 	OnCommit func([]Event) error
+	// OnGroupCommit, if set, is told of every group the committer writes,
+	// durable or failed (GroupCommit), for the node's metrics. It runs on the
+	// commit path and must be quick.
+	OnGroupCommit func(GroupCommit)
 	// CacheSize is Pebble's block cache in bytes; default 64 MiB.
 	CacheSize int64
 	// TailCheck is how many of the newest events Open verifies; default 1024.
@@ -68,6 +72,7 @@ type Log struct {
 	now      func() time.Time
 	log      *slog.Logger
 	onCommit func([]Event) error
+	onGroup  func(GroupCommit)
 	models   Folder
 	live     atomic.Pointer[modelSpace]
 	maxGroup int
@@ -138,7 +143,7 @@ func Open(opts Options) (*Log, error) {
 	pub := opts.Key.Public().(ed25519.PublicKey)
 	l := &Log{
 		key: opts.Key, pub: pub, did: DIDKey(pub),
-		now: opts.Now, log: opts.Logger, onCommit: opts.OnCommit, models: opts.Models, maxGroup: opts.MaxGroup,
+		now: opts.Now, log: opts.Logger, onCommit: opts.OnCommit, onGroup: opts.OnGroupCommit, models: opts.Models, maxGroup: opts.MaxGroup,
 		reqs:    make(chan *request, 1024),
 		groups:  make(chan *group), // unbuffered: a group is handed over only when the committer is free
 		stopped: make(chan struct{}),

@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// logRequests logs every request at Debug once it is answered. It logs the path
-// only: query strings and headers can carry tokens.
+// logRequests logs every request at Debug once it is answered, and records it
+// in the metrics under its route pattern. It logs the path only: query strings
+// and headers can carry tokens.
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -17,9 +18,11 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 			if !rec.wroteHeader {
 				status = http.StatusOK // net/http's implicit status
 			}
+			took := time.Since(start)
+			s.metrics.observeRequest(r.Method, rec.route, status, took)
 			s.logger.LogAttrs(r.Context(), slog.LevelDebug, "http request",
 				slog.String("method", r.Method), slog.String("path", r.URL.Path),
-				slog.Int("status", status), slog.Duration("duration", time.Since(start)),
+				slog.Int("status", status), slog.Duration("duration", took),
 				slog.Int64("bytes", rec.bytes))
 		}()
 		next.ServeHTTP(rec, r)
@@ -33,6 +36,7 @@ type statusRecorder struct {
 	status      int
 	wroteHeader bool
 	bytes       int64
+	route       string // the registered pattern that served it; "" when none did
 }
 
 func (r *statusRecorder) WriteHeader(status int) {

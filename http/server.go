@@ -95,6 +95,12 @@ type Options struct {
 	// /v1/admin/payment-accounts; nil: those paths are not served.
 	Servicenet      *commands.Servicenet
 	PaymentAccounts *commands.PaymentAccounts
+
+	// Metrics is the registry GET /v1/metrics serves (prometheus.go); the
+	// server adds its HTTP, tip and stream series to it. Give the same one to
+	// the log's OnGroupCommit and the registry client's Observe to have their
+	// series too. Default: a registry of the server's own.
+	Metrics *Metrics
 }
 
 // DefaultPageBytes is the default of Options.PageBytes: 4 MiB bounds the memory
@@ -146,6 +152,8 @@ type Server struct {
 	servicenet      *commands.Servicenet
 	payments        *commands.PaymentAccounts
 	mcp             http.Handler // POST /mcp (mcp.go)
+	metrics         *Metrics
+	metricsHandler  http.Handler // GET /v1/metrics (prometheus.go)
 	router          *httprouter.Router
 	// routeTable lists every registered "METHOD /path", for tests that hold
 	// the API's surface (the oracle has no route).
@@ -224,6 +232,9 @@ func New(opts Options) *Server {
 	if opts.Catalog == nil {
 		opts.Catalog = catalog.Default()
 	}
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics()
+	}
 	if (opts.Identity == nil) != (opts.Identities == nil) {
 		panic("http.New: set both Options.Identity and Options.Identities, or neither")
 	}
@@ -260,6 +271,7 @@ func New(opts Options) *Server {
 		maxConns:        max(0, opts.MaxConns),
 		servicenet:      opts.Servicenet,
 		payments:        opts.PaymentAccounts,
+		metrics:         opts.Metrics,
 		headerTimeout:   readHeaderTimeout,
 		readTimeout:     readTimeout,
 		idleTimeout:     idleTimeout,
@@ -288,6 +300,7 @@ func New(opts Options) *Server {
 		s.writeError(w, r, errMethodNotAllowed)
 	})
 	s.router.PanicHandler = s.recoverPanic
+	s.registerServer()
 	s.routes()
 	s.handler = s.logRequests(s.refuseContentEncoding(s.router))
 	return s
@@ -313,6 +326,12 @@ func (s *Server) routes() {
 	s.gameRoutes()
 	s.servicenetRoutes()
 	s.mcpRoutes()
+	s.operatorRoutes()
+}
+
+// operatorRoutes registers what the operator reads rather than calls.
+func (s *Server) operatorRoutes() {
+	s.handle(http.MethodGet, "/v1/metrics", s.handlePrometheus, routeObserver)
 }
 
 // civilizationRoutes registers the identity and civilization endpoints, when the
@@ -408,12 +427,18 @@ func (s *Server) handle(method, path string, h handler, flags routeFlags) {
 	case flags&routeStreaming == 0:
 		next = s.withTimeout(next)
 	}
-	s.router.Handle(method, path, next)
+	named := func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		if rec, ok := w.(*statusRecorder); ok {
+			rec.route = path // the metrics' label: the pattern, never the path itself
+		}
+		next(w, r, ps)
+	}
+	s.router.Handle(method, path, named)
 	s.routeTable = append(s.routeTable, method+" "+path)
 	if method == http.MethodGet {
 		// HEAD is GET without the body (RFC 9110 §9.3.2); net/http drops what the
 		// handler writes, so the headers, Content-Length included, are GET's.
-		s.router.Handle(http.MethodHead, path, next)
+		s.router.Handle(http.MethodHead, path, named)
 	}
 }
 

@@ -12,13 +12,14 @@ import (
 
 // openCore opens the node in d through core.Open, the one wiring that serve,
 // replay, the offline token commands and the tests share. A catch-up or rebuild
-// of the read models at start is logged with its progress. onCommit, if not
-// nil, is the log's OnCommit hook: serve's stream publication.
-func openCore(ctx context.Context, d dataDir, key ed25519.PrivateKey, cfg core.Config, logger *slog.Logger, onCommit func([]eventlog.Event) error) (*core.Core, error) {
+// of the read models at start is logged with its progress. hooks are the
+// log's commit hooks (serve's stream publication and metrics); the zero value
+// has none.
+func openCore(ctx context.Context, d dataDir, key ed25519.PrivateKey, cfg core.Config, logger *slog.Logger, hooks commitHooks) (*core.Core, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	opts := eventlog.Options{OnRebuild: rebuildLogger(logger), OnCommit: onCommit}
+	opts := eventlog.Options{OnRebuild: rebuildLogger(logger), OnCommit: hooks.onCommit, OnGroupCommit: hooks.onGroupCommit}
 	opts.Dir, opts.Key, opts.Logger = d.dbPath(), key, logger
 	c, err := core.Open(opts, cfg)
 	if err != nil {
@@ -35,6 +36,12 @@ func openCore(ctx context.Context, d dataDir, key ed25519.PrivateKey, cfg core.C
 		}
 	}
 	return c, nil
+}
+
+// commitHooks are the eventlog.Options hooks serve sets.
+type commitHooks struct {
+	onCommit      func([]eventlog.Event) error
+	onGroupCommit func(eventlog.GroupCommit)
 }
 
 // rebuildLogger logs a catch-up or rebuild of the read models about every 5 %
@@ -62,7 +69,7 @@ func (d dataDir) openCore(ctx context.Context, logger *slog.Logger) (*core.Core,
 	}
 	// One-shot commands decide nothing that a catalog or the governed subnets
 	// rule; the built-in catalog will do.
-	return openCore(ctx, d, key, core.Config{Keys: d.keystore()}, logger, nil)
+	return openCore(ctx, d, key, core.Config{Keys: d.keystore()}, logger, commitHooks{})
 }
 
 // keystore keeps the data dir's payment-account keys.

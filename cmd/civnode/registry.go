@@ -34,7 +34,8 @@ const (
 // and the proxy answers 502 until the registry is back. The node's registry
 // credential is <data-dir>/registry.credential, when the operator has put one
 // there; without it the node still signs every request with its key.
-func openRegistry(d dataDir, url string, key ed25519.PrivateKey, logger *slog.Logger) (*servicenet.Client, error) {
+// observe, if not nil, is told of every attempt (the node's metrics).
+func openRegistry(d dataDir, url string, key ed25519.PrivateKey, logger *slog.Logger, observe func(servicenet.Attempt)) (*servicenet.Client, error) {
 	cred, err := readSecretFile(d.registryCredentialPath(), logger)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -50,6 +51,7 @@ func openRegistry(d dataDir, url string, key ed25519.PrivateKey, logger *slog.Lo
 		ReadTimeout: registryReadTimeout,
 		Retries:     registryReadRetries,
 		Logger:      logger.With("component", "registry"),
+		Observe:     observe,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("--registry-url: %w", err)

@@ -172,12 +172,15 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 		}
 	}()
 	logNATS(logger, st.Status())
-	registry, err := openRegistry(dir, cfg.registryURL, key, logger)
+	// Before the log and the registry client, which report into it.
+	metrics := civhttp.NewMetrics()
+	registry, err := openRegistry(dir, cfg.registryURL, key, logger, metrics.ObserveRegistry)
 	if err != nil {
 		return err
 	}
 	node, err := openCore(ctx, dir, key, core.Config{Catalog: cat, Governs: cfg.governs,
-		Keys: dir.keystore(), Registry: registry}, logger, st.Publish)
+		Keys: dir.keystore(), Registry: registry}, logger,
+		commitHooks{onCommit: st.Publish, onGroupCommit: metrics.ObserveGroupCommit})
 	var ce *eventlog.ChainError
 	if errors.Is(err, eventlog.ErrCorrupt) {
 		return fmt.Errorf("%w; the node will not start on a damaged store: restore the data dir from a backup", err)
@@ -251,6 +254,7 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 
 		Servicenet:      node.Servicenet,
 		PaymentAccounts: node.PaymentAccounts,
+		Metrics:         metrics,
 	})
 	logger.Info("serving", "addr", addr, "node_did", chain.NodeDID(), "data_dir", string(dir),
 		"tip_seq", chain.Tip().Seq, "version", version, "catalog_version", cat.Version, "registry", registry.BaseURL(),

@@ -50,6 +50,9 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives Debug lines per attempt and retry; default slog.Default().
 	Logger *slog.Logger
+	// Observe, if set, is told of every attempt's outcome (observe.go), for
+	// the node's metrics. It must be quick and safe for concurrent use.
+	Observe func(Attempt)
 }
 
 // Defaults of Config.
@@ -89,6 +92,7 @@ type Client struct {
 	backoffMax  time.Duration
 	now         func() time.Time
 	log         *slog.Logger
+	observe     func(Attempt)
 	cards       *cardCache // nil when caching is off
 
 	// Seams for the retry tests.
@@ -124,6 +128,7 @@ func New(cfg Config) (*Client, error) {
 		backoffMax:  orDefault(cfg.BackoffMax, DefaultBackoffMax),
 		now:         cfg.Now,
 		log:         cfg.Logger,
+		observe:     cfg.Observe,
 		sleep:       sleepContext,
 		jitter:      fullJitter,
 	}
@@ -206,7 +211,7 @@ func (c *Client) BaseURL() string { return c.baseURL }
 
 // ListAgents is GET {base}/v1/agents.
 func (c *Client) ListAgents(ctx context.Context) ([]Summary, error) {
-	cl := &call{method: http.MethodGet, path: "/v1/agents", idempotent: true}
+	cl := &call{op: OpListAgents, method: http.MethodGet, path: "/v1/agents", idempotent: true}
 	ans, err := c.do(ctx, cl)
 	if err != nil {
 		return nil, err
@@ -236,7 +241,7 @@ func (c *Client) Card(ctx context.Context, agentID string) (Card, error) {
 
 func (c *Client) fetchCard(ctx context.Context, agentID string) (Card, error) {
 	cl := &call{
-		method: http.MethodGet, path: "/v1/agents/" + url.PathEscape(agentID), idempotent: true,
+		op: OpCard, method: http.MethodGet, path: "/v1/agents/" + url.PathEscape(agentID), idempotent: true,
 		unknown: fmt.Sprintf("agent %q", agentID),
 	}
 	ans, err := c.do(ctx, cl)
@@ -265,7 +270,7 @@ func (c *Client) Invoke(ctx context.Context, agentID string, req InvokeRequest, 
 		return InvokeResponse{}, fmt.Errorf("encode invoke request: %w", err)
 	}
 	cl := &call{
-		method: http.MethodPost, path: "/v1/agents/" + url.PathEscape(agentID) + "/invoke", body: body,
+		op: OpInvoke, method: http.MethodPost, path: "/v1/agents/" + url.PathEscape(agentID) + "/invoke", body: body,
 		unknown: fmt.Sprintf("agent %q", agentID),
 		secrets: []string{req.AuthToken},
 	}
@@ -337,6 +342,7 @@ func (c *Client) GetTask(ctx context.Context, agentID, taskID string) (Task, err
 		return Task{}, err
 	}
 	cl := &call{
+		op:     OpGetTask,
 		method: http.MethodPost,
 		path:   "/v1/agents/" + url.PathEscape(agentID) + "/tasks/" + url.PathEscape(taskID) + "/get",
 		body:   []byte("{}"), idempotent: true,
@@ -358,6 +364,7 @@ func (c *Client) GetTask(ctx context.Context, agentID, taskID string) (Task, err
 
 // call is one registry operation.
 type call struct {
+	op     string // Op*, for Config.Observe
 	method string
 	path   string // escaped, below the base URL
 	body   []byte // nil for a GET
@@ -404,18 +411,24 @@ func (c *Client) exchange(ctx context.Context, cl *call, attempt int) (*answer, 
 	if err := c.authenticate(req, cl.body, c.now()); err != nil {
 		return nil, fmt.Errorf("sign registry request: %w", err)
 	}
+	start := time.Now()
 	resp, err := c.http.Do(req)
 	if err != nil {
 		c.log.Debug("registry attempt", "method", cl.method, "path", cl.path, "attempt", attempt, "error", "transport")
-		return nil, c.transportError(ctx, cl, err)
+		err = c.transportError(ctx, cl, err)
+		c.observed(cl, start, outcomeOfError(err))
+		return nil, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
 	if err != nil {
 		c.log.Debug("registry attempt", "method", cl.method, "path", cl.path, "attempt", attempt, "status", resp.StatusCode, "error", "body")
-		return nil, c.transportError(ctx, cl, err)
+		err = c.transportError(ctx, cl, err)
+		c.observed(cl, start, outcomeOfError(err))
+		return nil, err
 	}
 	c.log.Debug("registry attempt", "method", cl.method, "path", cl.path, "attempt", attempt, "status", resp.StatusCode)
+	c.observed(cl, start, outcomeOfStatus(resp.StatusCode))
 	ans := &answer{
 		status:     resp.StatusCode,
 		header:     resp.Header,

@@ -1,0 +1,204 @@
+package http
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/civnode/civnode/commands/servicenet"
+	"github.com/civnode/civnode/eventlog"
+)
+
+// Metrics is the node's Prometheus registry, served at GET /v1/metrics. The
+// parts of the node that the http package does not own report into it through
+// plain hooks: the log's group commits (eventlog.Options.OnGroupCommit) and the
+// registry client's attempts (servicenet.Config.Observe), so neither eventlog
+// nor servicenet knows Prometheus. docs/metrics.md lists every series.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	appended     prometheus.Counter
+	groupEvents  prometheus.Histogram
+	fsync        prometheus.Histogram
+	commitErrors prometheus.Counter
+
+	httpDuration *prometheus.HistogramVec
+
+	registryCalls    *prometheus.CounterVec
+	registryDuration *prometheus.HistogramVec
+}
+
+// Buckets. A durable append answers in about a millisecond and most reads in
+// well under one, so the HTTP buckets start at 100 µs; Prometheus's default
+// buckets start at 5 ms and would put nearly every request in the first.
+var (
+	httpBuckets     = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+	fsyncBuckets    = []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}
+	groupBuckets    = prometheus.ExponentialBuckets(1, 2, 13) // 1 … 4096, the default MaxGroup
+	registryBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20, 30}
+)
+
+// NewMetrics returns a registry with the Go runtime's and the process's own
+// collectors and the node's series, all at zero.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		appended: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "civnode_eventlog_appended_events_total",
+			Help: "Events appended to the chain and made durable since the node started.",
+		}),
+		groupEvents: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "civnode_eventlog_group_commit_events",
+			Help:    "Events per group commit: one Pebble batch and one fsync cover a whole group.",
+			Buckets: groupBuckets,
+		}),
+		fsync: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "civnode_eventlog_fsync_seconds",
+			Help:    "Time to make one group durable: its Pebble batch write and WAL fsync.",
+			Buckets: fsyncBuckets,
+		}),
+		commitErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "civnode_eventlog_commit_failures_total",
+			Help: "Group commits that failed; the first one stops the node taking writes (fail-stop).",
+		}),
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "civnode_http_request_duration_seconds",
+			Help:    "HTTP requests by method, route pattern and status, from the first byte read to the last written.",
+			Buckets: httpBuckets,
+		}, []string{"method", "route", "status"}),
+		registryCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "civnode_registry_calls_total",
+			Help: "Attempts to call the agent registry, by operation and outcome; a retried read counts each attempt.",
+		}, []string{"op", "outcome"}),
+		registryDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "civnode_registry_call_duration_seconds",
+			Help:    "Time of one attempt to call the agent registry, by operation.",
+			Buckets: registryBuckets,
+		}, []string{"op"}),
+	}
+	m.reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.appended, m.groupEvents, m.fsync, m.commitErrors,
+		m.httpDuration, m.registryCalls, m.registryDuration,
+	)
+	return m
+}
+
+// ObserveGroupCommit is the log's OnGroupCommit hook.
+func (m *Metrics) ObserveGroupCommit(g eventlog.GroupCommit) {
+	if g.Err != nil {
+		m.commitErrors.Inc()
+		return
+	}
+	m.appended.Add(float64(g.Events))
+	m.groupEvents.Observe(float64(g.Events))
+	m.fsync.Observe(g.Duration.Seconds())
+}
+
+// ObserveRegistry is the registry client's Observe hook.
+func (m *Metrics) ObserveRegistry(a servicenet.Attempt) {
+	m.registryCalls.WithLabelValues(a.Op, a.Outcome).Inc()
+	m.registryDuration.WithLabelValues(a.Op).Observe(a.Duration.Seconds())
+}
+
+// observeRequest records one answered request. Only registered routes are
+// named; anything else, whatever path a client tried, is "unmatched", so a
+// scan of random paths cannot grow the series without bound.
+func (m *Metrics) observeRequest(method, route string, status int, d time.Duration) {
+	if route == "" {
+		route = "unmatched"
+		method = knownMethod(method)
+	}
+	m.httpDuration.WithLabelValues(method, route, strconv.Itoa(status)).Observe(d.Seconds())
+}
+
+// knownMethod keeps the methods of RFC 9110 and PATCH and names any other
+// "OTHER": the method of an unmatched request is the client's free text.
+func knownMethod(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return method
+	}
+	return "OTHER"
+}
+
+// serverCollector reports what the server and its log know at scrape time:
+// the tip, health and the stream's clients. Reading them then costs nothing
+// between scrapes.
+type serverCollector struct {
+	s *Server
+
+	tip, healthy, clients, drops, published *prometheus.Desc
+}
+
+func newServerCollector(s *Server) *serverCollector {
+	return &serverCollector{
+		s:       s,
+		tip:     prometheus.NewDesc("civnode_eventlog_tip_seq", "Seq of the newest durable event.", nil, nil),
+		healthy: prometheus.NewDesc("civnode_eventlog_healthy", "1 while the log accepts writes, 0 once it has failed (GET /v1/health answers 503).", nil, nil),
+		clients: prometheus.NewDesc("civnode_stream_clients", "WebSocket clients of GET /v1/stream connected now.", nil, nil),
+		drops: prometheus.NewDesc("civnode_stream_dropped_clients_total",
+			"Stream clients closed for falling behind: their subscription overflowed or one write timed out.", nil, nil),
+		published: prometheus.NewDesc("civnode_stream_published_events_total", "Events published on the embedded NATS server.", nil, nil),
+	}
+}
+
+func (c *serverCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.tip
+	ch <- c.healthy
+	if c.s.streams.stream != nil {
+		ch <- c.clients
+		ch <- c.drops
+		ch <- c.published
+	}
+}
+
+func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(c.tip, prometheus.GaugeValue, float64(c.s.log.Tip().Seq))
+	healthy := 1.0
+	if c.s.log.Healthy() != nil {
+		healthy = 0
+	}
+	ch <- prometheus.MustNewConstMetric(c.healthy, prometheus.GaugeValue, healthy)
+	if st := c.s.streams.stream; st != nil {
+		status := st.Status()
+		ch <- prometheus.MustNewConstMetric(c.clients, prometheus.GaugeValue, float64(status.StreamClients))
+		ch <- prometheus.MustNewConstMetric(c.drops, prometheus.CounterValue, float64(status.SlowDrops+c.s.streams.writeDrops.Load()))
+		ch <- prometheus.MustNewConstMetric(c.published, prometheus.CounterValue, float64(status.Published))
+	}
+}
+
+// registerServer adds the server's own collector to its metrics. A Metrics
+// given to a second server (tests) keeps the first one's; the second is
+// logged, not fatal.
+func (s *Server) registerServer() {
+	s.metricsHandler = promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{
+		ErrorHandling: promhttp.ContinueOnError,
+		ErrorLog:      promErrorLog{s},
+		// A scrape is a few kilobytes over loopback or a LAN; an
+		// uncompressed answer is what promtool and curl read as is.
+		DisableCompression: true,
+	})
+	if err := s.metrics.reg.Register(newServerCollector(s)); err != nil {
+		s.logger.Warn("metrics already hold another server's collector", "err", err)
+	}
+}
+
+// promErrorLog logs what promhttp could not gather, at Warn.
+type promErrorLog struct{ s *Server }
+
+func (l promErrorLog) Println(v ...any) { l.s.logger.Warn("gather metrics", "err", v) }
+
+// handlePrometheus answers GET /v1/metrics in the Prometheus text format.
+func (s *Server) handlePrometheus(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	w.Header().Set("Cache-Control", "no-store")
+	s.metricsHandler.ServeHTTP(w, r)
+	return nil
+}
