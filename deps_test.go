@@ -51,6 +51,9 @@ var thirdParty = map[string][]string{
 	// GET /v1/metrics: the registry lives with the server that serves it;
 	// the log and the registry client report through plain hooks.
 	"github.com/prometheus/": {"http"},
+	// The Merkle tree, its proofs, tiles and signed checkpoints (wire.md
+	// §11): kept and signed by the log, checked by the observer's commands.
+	"golang.org/x/mod/sumdb": {"eventlog", "http", "cmd"},
 }
 
 // TestImportPolicy reads the imports of every non-test Go file and checks them

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // Append adds drafts to the chain as one unit and returns the events once they are
@@ -86,6 +87,10 @@ type pending struct {
 	id      [32]byte
 	micros  int64
 	ordinal uint64
+	// tree is the stored hashes the event's leaf adds to the Merkle tree,
+	// to be written at treeFirst onwards (tree.go).
+	treeFirst int64
+	tree      []tlog.Hash
 }
 
 // sequencerState is the chain position as seen by the sequencer, which runs ahead
@@ -95,6 +100,9 @@ type sequencerState struct {
 	prev       string
 	lastMicros int64
 	typeCounts map[string]uint64
+	tree       *treeFrontier
+	// treeErr is the first failure to extend the tree, which fails the log.
+	treeErr error
 }
 
 // nextMicros keeps timestamps strictly increasing whatever the clock does.
@@ -145,7 +153,8 @@ func (s *sequencerState) chain(l *Log, d Draft, micros int64) (*pending, error) 
 	if err != nil {
 		return nil, err
 	}
-	return s.chainCanonical(l.did, d.Type, payload, micros), nil
+	p := s.chainCanonical(l.did, d.Type, payload, micros)
+	return p, s.treeErr
 }
 
 func (s *sequencerState) chainCanonical(did, typ string, payload []byte, micros int64) *pending {
@@ -158,6 +167,9 @@ func (s *sequencerState) chainCanonical(did, typ string, payload []byte, micros 
 	p.ev = &Event{ID: hex.EncodeToString(p.id[:]), Seq: s.next, Type: typ, Timestamp: ts, PrevHash: s.prev, NodeDID: did}
 	payloadAt := len(`{"node_did":"`) + len(did) + len(`","payload":`)
 	p.ev.Payload = json.RawMessage(u[payloadAt : payloadAt+len(payload)])
+	if s.tree != nil && s.treeErr == nil {
+		p.treeFirst, p.tree, s.treeErr = s.tree.add(p.id)
+	}
 	s.next++
 	s.prev = p.ev.ID
 	s.lastMicros = micros
@@ -179,6 +191,7 @@ func (p *pending) write(b *pebble.Batch) {
 	b.Set(idKey(p.id), seq, nil)
 	b.Set(typeKey(p.ev.Type, p.ev.Seq), appendU64(nil, p.ordinal), nil)
 	b.Set(timeKey(p.micros), seq, nil)
+	p.writeTree(b)
 }
 
 // runSequencer decides and chains requests in arrival order into the current
@@ -266,6 +279,9 @@ func (l *Log) sequence(g *group, r *request, signer *signer) {
 		g.pending = append(g.pending, l.seq.chainCanonical(l.did, d.Type, payloads[i], now))
 	}
 	mine := g.pending[len(g.pending)-r.n:]
+	if err := l.seq.treeErr; err != nil {
+		l.fail(fmt.Errorf("extend the merkle tree: %w", err))
+	}
 	if err := l.fold(g, mine); err != nil {
 		// The events have their seqs, so they cannot be taken back: the log
 		// stops, and the committer fails the whole group.
@@ -377,6 +393,9 @@ func (l *Log) commit(g *group) error {
 	if sp != nil {
 		sp.apply(b, g.models)
 		b.Set(sp.key(modelAppliedKey), appendU64(nil, last.ev.Seq), nil)
+	}
+	if last.tree != nil {
+		b.Set(metaTreeSizeKey, appendU64(nil, last.ev.Seq), nil)
 	}
 	start := time.Now()
 	err := withFatal(func() error { return b.Commit(pebble.Sync) })

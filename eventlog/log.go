@@ -15,6 +15,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // Options configures Open. The zero value of every field but Key has a default.
@@ -41,6 +42,9 @@ type Options struct {
 	// and must be quick (stream publication). An error fails the log: the events
 	// are durable, but the log takes no more writes.
 	OnCommit func([]Event) error
+	// OnTreeBuild, if set, reports the progress of building the Merkle tree
+	// of a data directory from before it (treebuild.go), once, at Open.
+	OnTreeBuild RebuildProgress
 	// OnGroupCommit, if set, is told of every group the committer writes,
 	// durable or failed (GroupCommit), for the node's metrics. It runs on the
 	// commit path and must be quick.
@@ -54,6 +58,11 @@ type Options struct {
 
 	// FS replaces Pebble's file system; tests use it to inject faults.
 	FS vfs.FS
+
+	// withoutTree keeps no Merkle tree, for the benchmark that prices it
+	// (BenchmarkAppendTree). A log opened so must not be opened again with
+	// the tree: its stored hashes would be missing.
+	withoutTree bool
 }
 
 // Tip is the newest durable event.
@@ -97,6 +106,8 @@ type Log struct {
 	auditLast int64
 
 	torn *TornTail // what Open recovered from; nil for a clean end
+
+	treeCache treeCache // the newest tree head and checkpoint (treecheckpoint.go)
 }
 
 // Open opens or creates the log. On a new database it writes the genesis event. On
@@ -184,7 +195,14 @@ func Open(opts Options) (*Log, error) {
 		db.Close()
 		return nil, fmt.Errorf("open read models: %w", err)
 	}
-	l.seq = sequencerState{next: l.tip.Seq + 1, prev: l.tip.ID, lastMicros: l.tip.Micros, typeCounts: cloneCounts(l.typeCounts)}
+	var tree *treeFrontier
+	if !opts.withoutTree {
+		if tree, err = l.openTree(opts.OnTreeBuild); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	l.seq = sequencerState{next: l.tip.Seq + 1, prev: l.tip.ID, lastMicros: l.tip.Micros, typeCounts: cloneCounts(l.typeCounts), tree: tree}
 	if l.auditLast, err = l.lastAuditMicros(); err != nil {
 		db.Close()
 		return nil, err
@@ -422,7 +440,8 @@ func (l *Log) writeGenesis() error {
 	if err != nil {
 		return fmt.Errorf("encode the genesis payload: %w", err)
 	}
-	st := sequencerState{next: 1, prev: GenesisPrevHash, lastMicros: micros - 1, typeCounts: map[string]uint64{}}
+	st := sequencerState{next: 1, prev: GenesisPrevHash, lastMicros: micros - 1, typeCounts: map[string]uint64{},
+		tree: &treeFrontier{hashes: map[int64]tlog.Hash{}}}
 	p, err := st.chain(l, Draft{Type: TypeGenesis, Payload: json.RawMessage(payload)}, micros)
 	if err != nil {
 		return fmt.Errorf("chain the genesis event: %w", err)
@@ -431,6 +450,7 @@ func (l *Log) writeGenesis() error {
 	b := l.db.NewBatch()
 	p.write(b)
 	b.Set(metaSchemaKey, []byte(schemaVersion), nil)
+	b.Set(metaTreeSizeKey, appendU64(nil, 1), nil)
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("write genesis: %w", err)
 	}

@@ -1,0 +1,133 @@
+package eventlog
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// The Merkle tree over the chain (wire.md §11): leaf i is the event with seq
+// i+1, its data the 32 bytes of the event's id, hashed as RFC 9162 says. The
+// tree is kept as tlog's stored hashes: record n adds the hashes at
+// tlog.StoredHashIndex(0, n) onwards, one per subtree it completes, and every
+// proof, root and tile is read from them. They are written in the batch of the
+// events they cover, with the tree's size under metaTreeSizeKey, so after any
+// crash the tree and the chain agree.
+
+// spaceTree holds the stored hashes: 0x09 <stored index u64> → 32 bytes.
+const spaceTree byte = 0x09
+
+// metaTreeSizeKey holds the number of events the stored hashes cover (u64).
+// It equals the tip's seq, except in a data directory from before the tree,
+// whose tree Open builds (treebuild.go).
+var metaTreeSizeKey = []byte{spaceMeta, 't', 'r', 'e', 'e'}
+
+func treeKey(index int64) []byte { return appendU64([]byte{spaceTree}, uint64(index)) }
+
+// treeFrontier is what the next append reads of the tree: the root of each
+// complete subtree that is still a left child waiting for its sibling, at most
+// one per level. The sequencer owns it, so appending never reads the store.
+type treeFrontier struct {
+	size   int64
+	hashes map[int64]tlog.Hash // stored index → hash
+}
+
+// ReadHashes serves tlog.StoredHashes from the frontier. Anything else would
+// be a flaw in the frontier's upkeep, not a state of the store.
+func (f *treeFrontier) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	for i, x := range indexes {
+		h, ok := f.hashes[x]
+		if !ok {
+			return nil, fmt.Errorf("tree: stored hash %d is not on the frontier of size %d", x, f.size)
+		}
+		out[i] = h
+	}
+	return out, nil
+}
+
+// add appends the leaf of an event id and returns the stored hashes it adds,
+// which belong at first, first+1, … .
+func (f *treeFrontier) add(id [32]byte) (first int64, hashes []tlog.Hash, err error) {
+	n := f.size
+	hashes, err = tlog.StoredHashes(n, id[:], f)
+	if err != nil {
+		return 0, nil, err
+	}
+	first = tlog.StoredHashIndex(0, n)
+	// The left siblings just read are complete inner nodes now; the new
+	// hashes that are left children wait for their siblings.
+	for level := 0; level < len(hashes)-1; level++ {
+		delete(f.hashes, tlog.StoredHashIndex(level, n>>level-1))
+	}
+	for level, h := range hashes {
+		if (n>>level)&1 == 0 {
+			f.hashes[first+int64(level)] = h
+		}
+	}
+	f.size++
+	return first, hashes, nil
+}
+
+// frontierIndexes lists the stored indexes of the frontier of a tree of size
+// leaves: for each level whose bit is set in size, the last complete node of
+// that level, a left child.
+func frontierIndexes(size int64) []int64 {
+	var out []int64
+	for level := 0; size>>level > 0; level++ {
+		if (size>>level)&1 == 1 {
+			out = append(out, tlog.StoredHashIndex(level, size>>level-1))
+		}
+	}
+	return out
+}
+
+// loadFrontier reads the frontier of a tree of size leaves from the store.
+func (l *Log) loadFrontier(size int64) (*treeFrontier, error) {
+	f := &treeFrontier{size: size, hashes: map[int64]tlog.Hash{}}
+	idx := frontierIndexes(size)
+	hs, err := l.treeReader().ReadHashes(idx)
+	if err != nil {
+		return nil, err
+	}
+	for i, x := range idx {
+		f.hashes[x] = hs[i]
+	}
+	return f, nil
+}
+
+// writeTree stores the hashes p adds to the tree.
+func (p *pending) writeTree(b *pebble.Batch) {
+	for i := range p.tree {
+		b.Set(treeKey(p.treeFirst+int64(i)), p.tree[i][:], nil)
+	}
+}
+
+// storeHashReader reads stored hashes from Pebble. Stored hashes never change
+// once written, so it needs no snapshot: a reader asks only for hashes of a
+// tree size the log has made durable.
+type storeHashReader struct{ l *Log }
+
+func (l *Log) treeReader() tlog.HashReader { return storeHashReader{l} }
+
+func (r storeHashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	for i, x := range indexes {
+		v, closer, err := r.l.db.Get(treeKey(x))
+		if err != nil {
+			if errors.Is(err, pebble.ErrNotFound) {
+				return nil, fmt.Errorf("%w: stored tree hash %d is missing", ErrCorrupt, x)
+			}
+			return nil, fmt.Errorf("read stored tree hash %d: %w", x, r.l.readFault(err))
+		}
+		if len(v) != tlog.HashSize {
+			closer.Close()
+			return nil, fmt.Errorf("%w: stored tree hash %d has %d bytes", ErrCorrupt, x, len(v))
+		}
+		copy(out[i][:], v)
+		closer.Close()
+	}
+	return out, nil
+}
