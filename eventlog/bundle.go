@@ -30,6 +30,8 @@ type BundleSummary struct {
 	EventCount  uint64
 	// Signature is the bundle_signature: standard base64 of the seal.
 	Signature string
+	// Checkpoint is the signed checkpoint of the tree of EventCount events.
+	Checkpoint string
 }
 
 // WriteBundle streams the whole chain up to the current tip as a signed export
@@ -57,6 +59,14 @@ func (l *Log) WriteBundle(ctx context.Context, w io.Writer, h BundleHeader, prog
 	}
 	sig := ed25519.Sign(l.key, sealedBytes(s.RootHash, s.TipHash, s.GeneratedAt))
 	s.Signature = base64.StdEncoding.EncodeToString(sig)
+	// The checkpoint of the same event_count (wire.md §11): a verifier
+	// recomputes the tree's root from the events and holds it to this.
+	_, checkpoint, err := l.TreeCheckpointAt(int64(tip.Seq))
+	if err != nil {
+		return BundleSummary{}, fmt.Errorf("checkpoint of the export: %w", err)
+	}
+	s.Checkpoint = string(checkpoint)
+	checkpointJSON, _ := json.Marshal(s.Checkpoint)
 
 	bw := bufio.NewWriterSize(w, 64<<10)
 	head, _ := json.Marshal(struct {
@@ -69,7 +79,7 @@ func (l *Log) WriteBundle(ctx context.Context, w io.Writer, h BundleHeader, prog
 	bw.WriteString(`,"events":[`)
 	// The stored bytes are the served form (doc.go): they are copied, never
 	// decoded, and the scan stops once ctx is done.
-	err := l.scanRaw(ctx, 1, tip.Seq, func(seq uint64, raw []byte) error {
+	err = l.scanRaw(ctx, 1, tip.Seq, func(seq uint64, raw []byte) error {
 		if seq > 1 {
 			bw.WriteByte(',')
 		}
@@ -84,8 +94,8 @@ func (l *Log) WriteBundle(ctx context.Context, w io.Writer, h BundleHeader, prog
 	if err != nil {
 		return BundleSummary{}, fmt.Errorf("write bundle: %w", err)
 	}
-	fmt.Fprintf(bw, `],"chain_root_hash":"%s","chain_tip_hash":"%s","event_count":%s,"bundle_signature":"%s"}`,
-		s.RootHash, s.TipHash, strconv.FormatUint(s.EventCount, 10), base64.StdEncoding.EncodeToString(sig))
+	fmt.Fprintf(bw, `],"chain_root_hash":"%s","chain_tip_hash":"%s","event_count":%s,"checkpoint":%s,"bundle_signature":"%s"}`,
+		s.RootHash, s.TipHash, strconv.FormatUint(s.EventCount, 10), checkpointJSON, base64.StdEncoding.EncodeToString(sig))
 	bw.WriteByte('\n')
 	if err := bw.Flush(); err != nil {
 		return BundleSummary{}, fmt.Errorf("write bundle: %w", err)

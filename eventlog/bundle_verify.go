@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/mod/sumdb/tlog"
 	"io"
 	"strconv"
 )
@@ -19,6 +20,12 @@ type BundleReport struct {
 	RootHash    string
 	TipHash     string
 	EventCount  uint64
+	// TreeRoot is the Merkle tree's root recomputed from the events
+	// (wire.md §11), and Checkpoint whether the bundle carried a checkpoint,
+	// which then verified under the chain's key and named that root and
+	// EventCount. A bundle from before the tree has none.
+	TreeRoot   tlog.Hash
+	Checkpoint bool
 }
 
 // VerifyBundle checks an export bundle as an observer does, trusting nothing in it:
@@ -42,6 +49,7 @@ func VerifyBundle(ctx context.Context, r io.Reader, progress func(seq uint64)) (
 	strs := map[string]*string{}
 	var rep BundleReport
 	var pubB64, sigB64 string
+	var checkpoint *string
 	var count *uint64
 	for _, f := range []struct {
 		name string
@@ -68,6 +76,11 @@ func VerifyBundle(ctx context.Context, r io.Reader, progress func(seq uint64)) (
 			if err := dec.Decode(strs[key]); err != nil {
 				return BundleReport{}, bad("field %s: %v", key, err)
 			}
+		case key == "checkpoint":
+			checkpoint = new(string)
+			if err := dec.Decode(checkpoint); err != nil {
+				return BundleReport{}, bad("field checkpoint: %v", err)
+			}
 		case key == "event_count":
 			v, err := decodeWhole(dec)
 			if err != nil {
@@ -80,6 +93,7 @@ func VerifyBundle(ctx context.Context, r io.Reader, progress func(seq uint64)) (
 			// outcome must not depend on it. The frame is checked against the
 			// chain once both are read.
 			cursor = newChainCursor("", nil)
+			cursor.tree = newTreeFrontier()
 			if err := verifyBundleEvents(ctx, dec, cursor, progress); err != nil {
 				return BundleReport{}, err
 			}
@@ -122,6 +136,13 @@ func VerifyBundle(ctx context.Context, r io.Reader, progress func(seq uint64)) (
 		return BundleReport{}, bad("data after the bundle")
 	}
 	rep.EventCount = *count
+	rep.TreeRoot, _ = cursor.tree.root()
+	if checkpoint != nil {
+		if err := checkBundleCheckpoint(*checkpoint, cursor.did, cursor.pub, TreeHead{Size: int64(rep.EventCount), Root: rep.TreeRoot}); err != nil {
+			return BundleReport{}, bad("checkpoint: %v", err)
+		}
+		rep.Checkpoint = true
+	}
 	return rep, nil
 }
 

@@ -15,7 +15,6 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"golang.org/x/mod/sumdb/tlog"
 )
 
 // Options configures Open. The zero value of every field but Key has a default.
@@ -441,7 +440,7 @@ func (l *Log) writeGenesis() error {
 		return fmt.Errorf("encode the genesis payload: %w", err)
 	}
 	st := sequencerState{next: 1, prev: GenesisPrevHash, lastMicros: micros - 1, typeCounts: map[string]uint64{},
-		tree: &treeFrontier{hashes: map[int64]tlog.Hash{}}}
+		tree: newTreeFrontier()}
 	p, err := st.chain(l, Draft{Type: TypeGenesis, Payload: json.RawMessage(payload)}, micros)
 	if err != nil {
 		return fmt.Errorf("chain the genesis event: %w", err)

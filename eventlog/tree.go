@@ -131,3 +131,26 @@ func (r storeHashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 	}
 	return out, nil
 }
+
+// root is the root of the frontier's tree: its complete subtrees, largest on
+// the left, folded from the right (RFC 9162 §2.1.1). Verifiers that see the
+// events one by one get the root in constant memory.
+func (f *treeFrontier) root() (tlog.Hash, bool) {
+	var acc tlog.Hash
+	have := false
+	for level := 0; f.size>>level > 0; level++ {
+		if (f.size>>level)&1 == 0 {
+			continue
+		}
+		h := f.hashes[tlog.StoredHashIndex(level, f.size>>level-1)]
+		if have {
+			acc = tlog.NodeHash(h, acc)
+		} else {
+			acc, have = h, true
+		}
+	}
+	return acc, have
+}
+
+// newTreeFrontier is the frontier of an empty tree.
+func newTreeFrontier() *treeFrontier { return &treeFrontier{hashes: map[int64]tlog.Hash{}} }

@@ -5,9 +5,11 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // A checkpoint is the tree head signed by the node (wire.md §11): a C2SP
@@ -117,3 +119,61 @@ type nodeNoteSigner struct {
 func (s nodeNoteSigner) Name() string                    { return s.name }
 func (s nodeNoteSigner) KeyHash() uint32                 { return s.hash }
 func (s nodeNoteSigner) Sign(msg []byte) ([]byte, error) { return ed25519.Sign(s.key, msg), nil }
+
+// OpenCheckpoint verifies a signed checkpoint of the node with did and public
+// key pub and returns the tree head it names. It fails when the note is not
+// signed by that key under the origin civnode/<did>, or its body is not a
+// checkpoint of that origin.
+func OpenCheckpoint(signed []byte, did string, pub ed25519.PublicKey) (TreeHead, error) {
+	origin := "civnode/" + did
+	vkey, err := note.NewEd25519VerifierKey(origin, pub)
+	if err != nil {
+		return TreeHead{}, fmt.Errorf("verifier key: %w", err)
+	}
+	v, err := note.NewVerifier(vkey)
+	if err != nil {
+		return TreeHead{}, fmt.Errorf("verifier key: %w", err)
+	}
+	n, err := note.Open(signed, note.VerifierList(v))
+	if err != nil {
+		return TreeHead{}, fmt.Errorf("signature: %w", err)
+	}
+	return ParseCheckpointText(n.Text, origin)
+}
+
+// ParseCheckpointText reads a checkpoint body (origin, size, base64 root, and
+// optional extension lines) whose origin must be origin.
+func ParseCheckpointText(text, origin string) (TreeHead, error) {
+	lines := strings.Split(text, "\n")
+	if len(lines) < 4 || lines[len(lines)-1] != "" {
+		return TreeHead{}, fmt.Errorf("the checkpoint body is not origin, size and root, one per line")
+	}
+	if lines[0] != origin {
+		return TreeHead{}, fmt.Errorf("origin %q, want %q", lines[0], origin)
+	}
+	size, err := strconv.ParseInt(lines[1], 10, 64)
+	if err != nil || size < 0 || strconv.FormatInt(size, 10) != lines[1] {
+		return TreeHead{}, fmt.Errorf("tree size %q is not a decimal number", lines[1])
+	}
+	root, err := base64.StdEncoding.Strict().DecodeString(lines[2])
+	if err != nil || len(root) != 32 {
+		return TreeHead{}, fmt.Errorf("root hash %q is not 32 bytes of base64", lines[2])
+	}
+	return TreeHead{Size: size, Root: tlog.Hash(root)}, nil
+}
+
+// checkBundleCheckpoint holds a bundle's checkpoint to the chain it came with.
+func checkBundleCheckpoint(signed, did string, pub ed25519.PublicKey, want TreeHead) error {
+	got, err := OpenCheckpoint([]byte(signed), did, pub)
+	if err != nil {
+		return err
+	}
+	if got.Size != want.Size {
+		return fmt.Errorf("it covers %d events, the bundle holds %d", got.Size, want.Size)
+	}
+	if got.Root != want.Root {
+		return fmt.Errorf("its root %s is not the root of the bundle's events, %s",
+			base64.StdEncoding.EncodeToString(got.Root[:]), base64.StdEncoding.EncodeToString(want.Root[:]))
+	}
+	return nil
+}

@@ -88,6 +88,9 @@ type chainCursor struct {
 	prev       string
 	prevMicros int64
 	root, tip  string
+	// tree, if set, grows by each event's leaf, so a bundle's checkpoint can
+	// be checked against the events themselves (bundle_verify.go).
+	tree *treeFrontier
 }
 
 func newChainCursor(did string, pub ed25519.PublicKey) *chainCursor {
@@ -108,6 +111,15 @@ func (c *chainCursor) advance(ev *Event) error {
 			return chainErr(ErrBrokenChain, 1, "%v", err)
 		}
 		c.root = ev.ID
+	}
+	if c.tree != nil {
+		var id [32]byte
+		if _, err := hex.Decode(id[:], []byte(ev.ID)); err != nil {
+			return chainErr(ErrBrokenChain, seq, "id is not hex: %v", err)
+		}
+		if _, _, err := c.tree.add(id); err != nil {
+			return chainErr(ErrBrokenChain, seq, "merkle tree: %v", err)
+		}
 	}
 	c.next, c.prev, c.prevMicros, c.tip = seq+1, ev.ID, micros, ev.ID
 	return nil

@@ -161,6 +161,9 @@ func admitKind(a commands.Actor, flags routeFlags) error {
 		if flags&routeOwner != 0 {
 			return commands.Forbidden("forbidden", "this endpoint is for the owner token only")
 		}
+		if flags&routeNoAgent != 0 {
+			return commands.Forbidden("forbidden", "this endpoint is for the owner and observer tokens")
+		}
 		return nil
 	case commands.ActorObserver:
 		if flags&routeObserver == 0 {

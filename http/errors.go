@@ -57,6 +57,8 @@ const (
 	codeRateLimited        = "rate_limited"
 	codeTooManyStreams     = "too_many_streams"
 	codeTooManyConnections = "too_many_connections"
+	// A hash tile beyond the Merkle tree (transparency.go).
+	codeTileNotFound = "tile_not_found"
 	// The MCP transport's own refusals (mcp.go).
 	codeForbidden            = "forbidden"
 	codeUnsupportedMediaType = "unsupported_media_type"
@@ -91,6 +93,12 @@ func invalidField(field, format string, args ...any) *Error {
 func invalidQuery(param, format string, args ...any) *Error {
 	return &Error{Status: http.StatusBadRequest, Code: codeInvalidQuery, Field: param,
 		Message: fmt.Sprintf(format, args...)}
+}
+
+// tileNotFound is a hash tile the tree has not grown to yet (wire.md §11).
+func tileNotFound(path string, treeSize int64) *Error {
+	return &Error{Status: http.StatusNotFound, Code: codeTileNotFound,
+		Message: fmt.Sprintf("tile %s is beyond the tree, which has %d events", path, treeSize)}
 }
 
 func bodyTooLarge(limit int64) *Error {

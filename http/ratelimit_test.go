@@ -230,13 +230,16 @@ func TestRateLimitOff(t *testing.T) {
 
 // TestRateLimitedRoutes holds the rule of which routes the per-token limit
 // covers (rateLimitedRoute, docs/limits.md): every authenticated POST, the
-// registry proxy's reads, and the event log's query and export; no other GET.
+// registry proxy's reads, the event log's query and export, and the
+// transparency log's reads of the tree; no other GET.
 func TestRateLimitedRoutes(t *testing.T) {
 	w := newMCPWorld(t)
 	s := w.srv
 	limitedGets := []string{
 		"GET /v1/events", "GET /v1/events/export",
 		"GET /v1/core/servicenet/agents", "GET /v1/core/servicenet/agents/:agent_id",
+		"GET /v1/transparency", "GET /v1/transparency/checkpoint", "GET /v1/transparency/proof/inclusion",
+		"GET /v1/transparency/proof/consistency", "GET /v1/transparency/tile/*tile",
 	}
 	var posts int
 	for _, route := range s.routeTable {

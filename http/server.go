@@ -326,6 +326,7 @@ func (s *Server) routes() {
 	s.gameRoutes()
 	s.servicenetRoutes()
 	s.mcpRoutes()
+	s.transparencyRoutes()
 	s.operatorRoutes()
 }
 
@@ -359,7 +360,7 @@ func (s *Server) civilizationRoutes() {
 // error for anything else, which the server renders with writeError.
 type handler func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error
 
-type routeFlags uint8
+type routeFlags uint16
 
 const (
 	// routePublic skips authentication (GET /v1/health, POST /v1/node/proof).
@@ -385,6 +386,10 @@ const (
 	// routeLimited puts a GET route under the per-token rate limit, which
 	// covers every POST anyway (rateLimitedRoute).
 	routeLimited
+	// routeNoAgent refuses agent tokens on a route that routeObserver opens
+	// to observers (wire.md §11: the transparency log is read by the owner
+	// and observers).
+	routeNoAgent
 )
 
 // handle registers h. The timeout is outermost so that authentication, including

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -98,8 +99,14 @@ func (m *Main) verifyBundle(ctx context.Context, path string) error {
 	if err != nil {
 		return m.invalid(err)
 	}
-	_, err = fmt.Fprintf(m.Stdout, "ok: %d events, node %s, root %s, tip %s, export %s generated %s\n",
-		rep.EventCount, rep.NodeDID, rep.RootHash, rep.TipHash, rep.ExportID, rep.GeneratedAt)
+	checkpoint := ", no checkpoint"
+	if rep.Checkpoint {
+		// The tree's root, recomputed from the events, is the one the
+		// bundle's signed checkpoint names (wire.md §11).
+		checkpoint = ", checkpoint tree root " + base64.StdEncoding.EncodeToString(rep.TreeRoot[:])
+	}
+	_, err = fmt.Fprintf(m.Stdout, "ok: %d events, node %s, root %s, tip %s, export %s generated %s%s\n",
+		rep.EventCount, rep.NodeDID, rep.RootHash, rep.TipHash, rep.ExportID, rep.GeneratedAt, checkpoint)
 	return err
 }
 

@@ -1,0 +1,227 @@
+package http
+
+import (
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/julienschmidt/httprouter"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/civnode/civnode/eventlog"
+)
+
+// The transparency log (wire.md §11): the Merkle tree the log keeps beside the
+// chain, its signed checkpoint, proofs and C2SP hash tiles. Every answer is
+// read from the tree as durable at the request; docs/transparency.md shows an
+// observer using them.
+
+// tileHeight is the height of every tile served (C2SP tlog-tiles).
+const tileHeight = 8
+
+// Cache-Control of a tile: its path names its content, full or partial.
+const tileCacheControl = "public, max-age=31536000, immutable"
+
+func (s *Server) transparencyRoutes() {
+	const flags = routeObserver | routeNoAgent | routeLimited
+	s.handle(http.MethodGet, "/v1/transparency", s.handleTransparency, flags)
+	s.handle(http.MethodGet, "/v1/transparency/checkpoint", s.handleCheckpoint, flags)
+	s.handle(http.MethodGet, "/v1/transparency/proof/inclusion", s.handleInclusionProof, flags)
+	s.handle(http.MethodGet, "/v1/transparency/proof/consistency", s.handleConsistencyProof, flags)
+	s.handle(http.MethodGet, "/v1/transparency/tile/*tile", s.handleTile, flags)
+}
+
+type transparencyResponse struct {
+	Origin      string `json:"origin"`
+	VerifierKey string `json:"verifier_key"`
+	TreeSize    int64  `json:"tree_size"`
+	RootHash    string `json:"root_hash"`
+	Checkpoint  string `json:"checkpoint"`
+}
+
+// handleTransparency answers GET /v1/transparency with the tree head and its
+// signed checkpoint.
+func (s *Server) handleTransparency(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	head, note, err := s.log.TreeCheckpoint()
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, transparencyResponse{
+		Origin: s.log.Origin(), VerifierKey: s.log.VerifierKey(),
+		TreeSize: head.Size, RootHash: b64(head.Root), Checkpoint: string(note),
+	})
+}
+
+// handleCheckpoint answers GET /v1/transparency/checkpoint with the signed
+// note alone, as the C2SP tlog-checkpoint endpoint of a log serves it.
+func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	_, note, err := s.log.TreeCheckpoint()
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	_, _ = w.Write(note)
+	return nil
+}
+
+type inclusionResponse struct {
+	Seq       uint64   `json:"seq"`
+	LeafIndex int64    `json:"leaf_index"`
+	TreeSize  int64    `json:"tree_size"`
+	LeafHash  string   `json:"leaf_hash"`
+	RootHash  string   `json:"root_hash"`
+	Proof     []string `json:"proof"`
+}
+
+// handleInclusionProof answers GET /v1/transparency/proof/inclusion?seq=S[&tree_size=N].
+func (s *Server) handleInclusionProof(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	q := r.URL.Query()
+	if err := onlyParams(q, "seq", "tree_size"); err != nil {
+		return err
+	}
+	size := s.log.TreeSize() // read once: the tree may grow during the request
+	seq, err := treeParam(q, "seq", true)
+	if err != nil {
+		return err
+	}
+	if n, err := treeParam(q, "tree_size", false); err != nil {
+		return err
+	} else if n != 0 {
+		if n > size {
+			return invalidField("tree_size", "tree_size %d is beyond the tree, which has %d events", n, size)
+		}
+		size = n
+	}
+	if seq > size {
+		return invalidField("seq", "seq %d is not in a tree of %d events", seq, size)
+	}
+	proof, err := s.log.ProveInclusion(uint64(seq), size)
+	if err != nil {
+		return err
+	}
+	leaf, err := s.log.LeafHash(uint64(seq))
+	if err != nil {
+		return err
+	}
+	root, err := s.log.TreeRoot(size)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, inclusionResponse{Seq: uint64(seq), LeafIndex: seq - 1, TreeSize: size,
+		LeafHash: b64(leaf), RootHash: b64(root), Proof: b64s(proof)})
+}
+
+type consistencyResponse struct {
+	From  int64    `json:"from"`
+	To    int64    `json:"to"`
+	Proof []string `json:"proof"`
+}
+
+// handleConsistencyProof answers GET /v1/transparency/proof/consistency?from=A&to=B.
+func (s *Server) handleConsistencyProof(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	q := r.URL.Query()
+	if err := onlyParams(q, "from", "to"); err != nil {
+		return err
+	}
+	size := s.log.TreeSize()
+	from, err := treeParam(q, "from", true)
+	if err != nil {
+		return err
+	}
+	to, err := treeParam(q, "to", true)
+	if err != nil {
+		return err
+	}
+	if to > size {
+		return invalidField("to", "to %d is beyond the tree, which has %d events", to, size)
+	}
+	if from > to {
+		return invalidField("from", "from %d is greater than to %d", from, to)
+	}
+	proof, err := s.log.ProveConsistency(from, to)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, consistencyResponse{From: from, To: to, Proof: b64s(proof)})
+}
+
+// handleTile answers GET /v1/transparency/tile/<L>/<N>[.p/<W>] with the hash
+// tile's bytes (C2SP tlog-tiles, height 8; entry tiles are not served: the
+// leaves are event ids, which GET /v1/events serves with the events).
+func (s *Server) handleTile(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	rest := strings.TrimPrefix(ps.ByName("tile"), "/")
+	t, err := tlog.ParseTilePath("tile/" + strconv.Itoa(tileHeight) + "/" + rest)
+	if err != nil || t.L < 0 || strings.HasPrefix(rest, "data/") {
+		return invalidField("tile", "%q is not a hash tile path such as 0/x001/234 or 1/005.p/17", rest)
+	}
+	data, err := s.log.TileData(t)
+	if errors.Is(err, eventlog.ErrBeyondTree) {
+		return tileNotFound(rest, s.log.TreeSize())
+	}
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", tileCacheControl)
+	h.Set("Content-Length", strconv.Itoa(len(data)))
+	_, _ = w.Write(data)
+	return nil
+}
+
+// treeParam parses a tree size, seq or bound: a decimal integer from 1 to
+// 2^63-1, digits only. A required parameter that is absent is 400 too.
+func treeParam(q url.Values, name string, required bool) (int64, error) {
+	v, err := queryValue(q, name)
+	if err != nil {
+		return 0, err
+	}
+	if v == "" {
+		if required {
+			return 0, invalidField(name, "%s is required", name)
+		}
+		return 0, nil
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return 0, invalidField(name, "%s must be an integer of at least 1", name)
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 {
+		return 0, invalidField(name, "%s must be an integer of at least 1", name)
+	}
+	return n, nil
+}
+
+// onlyParams refuses a query parameter the endpoint does not take: a typo
+// such as tree-size must not silently prove against the current tree.
+func onlyParams(q url.Values, names ...string) error {
+	for name := range q {
+		known := false
+		for _, n := range names {
+			known = known || name == n
+		}
+		if !known {
+			return invalidQuery(echoName(name), "unknown query parameter %s; this endpoint takes %s", echoName(name), strings.Join(names, ", "))
+		}
+	}
+	return nil
+}
+
+func b64(h tlog.Hash) string { return base64.StdEncoding.EncodeToString(h[:]) }
+
+func b64s(hs []tlog.Hash) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = b64(h)
+	}
+	return out
+}
