@@ -30,8 +30,12 @@
 // One Pebble database; the first byte of a key names its space and every integer is
 // big-endian, so iteration order is numeric order.
 //
-//	0x00 <name>                      meta: "schema" (the layout version) and
-//	                                 "models" (which model space is live)
+//	0x00 <name>                      meta: "schema" (the layout version),
+//	                                 "models" (which model space is live),
+//	                                 "verified" (where the last full Verify
+//	                                 ended, {"seq","id","verified_at"} as JSON;
+//	                                 verifiedmark.go) and "tree" (the events the
+//	                                 Merkle tree covers, u64; tree.go)
 //	0x01 <seq u64>                   event, stored form above
 //	0x02 <id 32 bytes>               seq u64 (id → seq)
 //	0x03 <type> 0x00 <seq u64>       ordinal u64 of this event among events of its type
@@ -44,6 +48,9 @@
 //	                                 below); the models choose their keys, and
 //	                                 keys under 0x00 hold the space's "version"
 //	                                 and "applied" (the last seq folded)
+//	0x09 <stored index u64>          a stored hash of the Merkle tree over the
+//	                                 event ids (32 bytes; tlog's stored-hash
+//	                                 numbering; tree.go, wire.md §11)
 //
 // The type index stores each event's ordinal within its type, so a query's total is a
 // subtraction, not a count. All keys of one group of appends are written in one Pebble

@@ -264,21 +264,45 @@ type VerifyReport struct {
 	RootHash string
 	TipHash  string
 	NodeDID  string
+	// From is the first seq whose link to the event before it was checked: 1
+	// when the whole chain was (Verify), higher for VerifyFrom, which checked
+	// the genesis event and the events From-1..Events alone.
+	From uint64
 }
 
 // Verify walks the whole local chain: every id, signature, seq, timestamp and
 // link. It returns a *ChainError naming the first bad seq. progress, if set, is
 // called with each verified seq.
 func (l *Log) Verify(ctx context.Context, progress func(seq uint64)) (VerifyReport, error) {
+	return l.VerifyFrom(ctx, 1, progress)
+}
+
+// VerifyFrom checks the chain from seq from to the tip as Verify checks the
+// whole of it, and the genesis event, which says whose chain it is. The event
+// at from-1 supplies the first link: its id and signature are checked, its own
+// link is not; that part of the chain is what the caller already trusts (a
+// checkpoint, VerifySince) or chose not to read. from 0 or 1 is Verify; from
+// tip+1 checks the genesis event and the tip alone. progress, if set, is
+// called with each verified seq from from on.
+func (l *Log) VerifyFrom(ctx context.Context, from uint64, progress func(seq uint64)) (VerifyReport, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the scanner when the pipeline stops early
 	tip := l.Tip()
+	from = max(from, 1)
+	if from > tip.Seq+1 {
+		return VerifyReport{}, fmt.Errorf("verify from seq %d: the tip is seq %d", from, tip.Seq)
+	}
 	c := newChainCursor(l.did, l.pub)
+	if from > 1 {
+		if err := l.startAt(c, from, tip.Seq); err != nil {
+			return VerifyReport{}, err
+		}
+	}
 	errs := make(chan error, 1)
 	links := make(chan *link, 256)
 	go func() {
 		defer close(links)
-		errs <- l.Scan(1, tip.Seq, func(ev *Event) error {
+		errs <- l.Scan(from, tip.Seq, func(ev *Event) error {
 			u, ok := signedFromStored(ev.raw)
 			if !ok {
 				links <- &link{ev: ev, err: fmt.Errorf("stored event is malformed")}
@@ -312,5 +336,58 @@ func (l *Log) Verify(ctx context.Context, progress func(seq uint64)) (VerifyRepo
 	if c.next-1 != tip.Seq {
 		return VerifyReport{}, chainErr(ErrBrokenChain, c.next, "event missing (chain ends at %d, tip is %d)", c.next-1, tip.Seq)
 	}
-	return VerifyReport{Events: tip.Seq, RootHash: c.root, TipHash: c.tip, NodeDID: l.did}, nil
+	return VerifyReport{Events: tip.Seq, RootHash: c.root, TipHash: c.tip, NodeDID: l.did, From: from}, nil
+}
+
+// startAt readies c to go on at seq from > 1: it checks the genesis event as
+// the cursor checks it at the start of a full walk, and takes the first link
+// from the event at from-1 once that event's id and signature verify.
+func (l *Log) startAt(c *chainCursor, from, tip uint64) error {
+	genesis, err := l.signedEvent(1, tip)
+	if err != nil {
+		return err
+	}
+	if err := c.advance(genesis); err != nil {
+		return err
+	}
+	if from == 2 {
+		return nil
+	}
+	prev, err := l.signedEvent(from-1, tip)
+	if err != nil {
+		return err
+	}
+	if prev.NodeDID != l.did {
+		return chainErr(ErrBrokenChain, prev.Seq, "node_did %s is not the chain's node %s", prev.NodeDID, l.did)
+	}
+	micros, ok := parseTimestamp(prev.Timestamp)
+	if !ok {
+		return chainErr(ErrBrokenChain, prev.Seq, "timestamp %q is malformed", prev.Timestamp)
+	}
+	c.next, c.prev, c.prevMicros, c.tip = from, prev.ID, micros, prev.ID
+	return nil
+}
+
+// signedEvent reads the event at seq and checks its id and signature; a fault
+// is a *ChainError at seq, as Verify reports it (ErrCorrupt for a block that
+// cannot be read).
+func (l *Log) signedEvent(seq, tip uint64) (*Event, error) {
+	var ev *Event
+	if err := l.Scan(seq, seq, func(e *Event) error { ev = e; return nil }); err != nil {
+		return nil, err
+	}
+	if ev == nil {
+		return nil, chainErr(ErrBrokenChain, seq, "event missing (tip is %d)", tip)
+	}
+	if ev.Seq != seq {
+		return nil, chainErr(ErrBrokenChain, seq, "seq is %d, want %d", ev.Seq, seq)
+	}
+	u, ok := signedFromStored(ev.raw)
+	if !ok {
+		return nil, chainErr(ErrBrokenChain, seq, "stored event is malformed")
+	}
+	if err := (&link{ev: ev, u: u}).checkSignature(l.pub); err != nil {
+		return nil, chainErr(ErrBrokenChain, seq, "%v", err)
+	}
+	return ev, nil
 }

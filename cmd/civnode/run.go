@@ -93,6 +93,7 @@ subcommands verify, export and replay that chain.`,
 	root.AddCommand(
 		m.newServeCommand(g),
 		m.newVerifyCommand(g),
+		m.newDoctorCommand(g),
 		m.newExportCommand(g),
 		m.newReplayCommand(g),
 		m.newTokenCommand(g),
