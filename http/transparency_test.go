@@ -227,4 +227,3 @@ func TestTransparencyAccess(t *testing.T) {
 		n.request(http.MethodGet, path, "", nil).wantError(t, http.StatusUnauthorized, "unauthorized", "")
 	}
 }
-

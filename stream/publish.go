@@ -70,6 +70,22 @@ func (s *Server) PublishExport(n ExportNotice) {
 	}
 }
 
+// PublishCheckpoint publishes a signed checkpoint note (wire.md §11) on
+// civnode.<node>.checkpoints, header Civnode-Tree-Size = its tree size, so a
+// monitor behind a leaf link learns of each new tree head without polling.
+// Like an export notice it is a courtesy: errors are logged and counted.
+func (s *Server) PublishCheckpoint(treeSize int64, note []byte) {
+	msg := &nats.Msg{Subject: CheckpointsSubject(s.did), Data: note, Header: nats.Header{}}
+	msg.Header.Set(HeaderTreeSize, strconv.FormatInt(treeSize, 10))
+	if err := s.pub.PublishMsg(msg); err != nil && !s.isClosed() {
+		s.publishErrors.Add(1)
+		s.log.Error("publish checkpoint", "tree_size", treeSize, "err", err)
+	}
+}
+
+// HeaderTreeSize carries a checkpoint's tree size beside its note.
+const HeaderTreeSize = "Civnode-Tree-Size"
+
 func (s *Server) isClosed() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

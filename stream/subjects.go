@@ -14,6 +14,12 @@ func ExportsSubject(nodeDID string) string {
 	return "civnode." + nodeDID + ".exports"
 }
 
+// CheckpointsSubject is the subject the tree's signed checkpoints are
+// published on (wire.md §11).
+func CheckpointsSubject(nodeDID string) string {
+	return "civnode." + nodeDID + ".checkpoints"
+}
+
 // filterSubject turns an eventlog type filter into the NATS subject that
 // matches the same types: "" every type, "mission.*" every type that starts
 // with "mission." at any depth (the eventlog prefix rule, which is NATS's '>'

@@ -195,9 +195,11 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	// closed log.
 	recordCtx, stopRecording := context.WithCancel(context.WithoutCancel(ctx))
 	recorded := make(chan struct{})
+	checkpointsDone := make(chan struct{})
 	defer func() {
 		stopRecording()
 		<-recorded
+		<-checkpointsDone
 		if cerr := closeStream(); cerr != nil && err == nil {
 			err = fmt.Errorf("close nats: %w", cerr)
 		}
@@ -209,6 +211,10 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	go func() {
 		defer close(recorded)
 		peers.record(recordCtx, chain)
+	}()
+	go func() {
+		defer close(checkpointsDone)
+		publishCheckpoints(recordCtx, chain, st, checkpointInterval, logger)
 	}()
 
 	ln, err := net.Listen("tcp", cfg.addr)

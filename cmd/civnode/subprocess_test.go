@@ -112,6 +112,9 @@ func TestSubprocessKillUnderLoad(t *testing.T) {
 			t.Fatalf("round %d: node %s root %s, want node %s root %s", round, st.Identity.NodeDID, st.Chain.RootHash, did, root)
 		}
 		requireIdentities(t, p, acked)
+		if round > 1 {
+			requireTreeMatchesChain(t, fmt.Sprintf("round %d, after the SIGKILL of round %d", round, round-1), p)
+		}
 
 		killAfter := 10 + rand.IntN(150)
 		start := time.Now()
@@ -138,6 +141,7 @@ func TestSubprocessKillUnderLoad(t *testing.T) {
 	// The last crash recovered: every acknowledgement holds and the export verifies.
 	p := startProcess(t, dir)
 	requireIdentities(t, p, acked)
+	requireTreeMatchesChain(t, "after the last SIGKILL", p)
 	export := getJSON(t, p.url+"/v1/events/export", p.token, 200, nil)
 	requireBootstrapPairs(t, export, acked)
 	out, code := runBinaryStdin(t, export, "verify", "-")
@@ -156,6 +160,37 @@ func TestSubprocessKillUnderLoad(t *testing.T) {
 		t.Errorf("verify --data-dir after SIGTERM: %d events, the export had %d", m, n)
 	}
 }
+
+// requireTreeMatchesChain holds the Merkle tree a restarted node serves to
+// its chain: the signed checkpoint's root is the root civnode verify
+// recomputes from the events of an export of the same size, which also
+// carries a checkpoint that must verify (wire.md §11).
+func requireTreeMatchesChain(t *testing.T, when string, p *process) {
+	t.Helper()
+	var head struct {
+		TreeSize   int64  `json:"tree_size"`
+		RootHash   string `json:"root_hash"`
+		Checkpoint string `json:"checkpoint"`
+	}
+	getJSON(t, p.url+"/v1/transparency", p.token, 200, &head)
+	export := getJSON(t, p.url+"/v1/events/export", p.token, 200, nil)
+	out, code := runBinaryStdin(t, export, "verify", "-")
+	m := verifiedTreeRoot.FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Fatalf("%s: verify - of the export: exit %d, no recomputed tree root in %q", when, code, out)
+	}
+	if n, _ := strconv.ParseInt(m[1], 10, 64); n != head.TreeSize || m[2] != head.RootHash {
+		t.Fatalf("%s: the checkpoint says %d events with root %s, the events give %s with root %s",
+			when, head.TreeSize, head.RootHash, m[1], m[2])
+	}
+	if !strings.Contains(head.Checkpoint, "\n"+strconv.FormatInt(head.TreeSize, 10)+"\n"+head.RootHash+"\n") {
+		t.Fatalf("%s: the checkpoint note does not name size %d and root %s:\n%s", when, head.TreeSize, head.RootHash, head.Checkpoint)
+	}
+}
+
+// verifiedTreeRoot reads the event count and the recomputed tree root from
+// civnode verify's line for a bundle with a checkpoint.
+var verifiedTreeRoot = regexp.MustCompile(`ok: (\d+) events, .*, checkpoint tree root (\S+)\n`)
 
 // replayFoundNoDifference matches civnode replay's report of a rebuild that
 // found the kept read models equal to the chain's.
