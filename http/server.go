@@ -302,7 +302,7 @@ func New(opts Options) *Server {
 	s.router.PanicHandler = s.recoverPanic
 	s.registerServer()
 	s.routes()
-	s.handler = s.logRequests(s.refuseContentEncoding(s.router))
+	s.handler = s.logRequests(secureHeaders(s.refuseContentEncoding(s.router)))
 	return s
 }
 
@@ -330,9 +330,11 @@ func (s *Server) routes() {
 	s.operatorRoutes()
 }
 
-// operatorRoutes registers what the operator reads rather than calls.
+// operatorRoutes registers what the operator reads rather than calls: the
+// metrics and the supervision console.
 func (s *Server) operatorRoutes() {
 	s.handle(http.MethodGet, "/v1/metrics", s.handlePrometheus, routeObserver)
+	s.consoleRoutes()
 }
 
 // civilizationRoutes registers the identity and civilization endpoints, when the
