@@ -331,9 +331,10 @@ func (s *Server) routes() {
 }
 
 // operatorRoutes registers what the operator reads rather than calls: the
-// metrics and the supervision console.
+// metrics, the API's own description and the supervision console.
 func (s *Server) operatorRoutes() {
 	s.handle(http.MethodGet, "/v1/metrics", s.handlePrometheus, routeObserver)
+	s.handle(http.MethodGet, "/v1/openapi.json", s.handleOpenAPI, routeObserver)
 	s.consoleRoutes()
 }
 
