@@ -12,14 +12,16 @@ import (
 
 // openCore opens the node in d through core.Open, the one wiring that serve,
 // replay, the offline token commands and the tests share. A catch-up or rebuild
-// of the read models at start is logged with its progress. hooks are the
-// log's commit hooks (serve's stream publication and metrics); the zero value
-// has none.
-func openCore(ctx context.Context, d dataDir, key ed25519.PrivateKey, cfg core.Config, logger *slog.Logger, hooks commitHooks) (*core.Core, error) {
+// of the read models at start is logged with its progress, as is the one-time
+// build of the Merkle tree of a data dir from before it. hooks are the log's
+// hooks serve sets (stream publication, metrics, a progress bar); the zero
+// value has none.
+func openCore(ctx context.Context, d dataDir, key ed25519.PrivateKey, cfg core.Config, logger *slog.Logger, hooks logHooks) (*core.Core, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	opts := eventlog.Options{OnRebuild: rebuildLogger(logger), OnCommit: hooks.onCommit, OnGroupCommit: hooks.onGroupCommit}
+	opts := eventlog.Options{OnRebuild: rebuildLogger(logger), OnCommit: hooks.onCommit, OnGroupCommit: hooks.onGroupCommit,
+		OnTreeBuild: treeBuildProgress(logger, hooks.onTreeBuild)}
 	opts.Dir, opts.Key, opts.Logger = d.dbPath(), key, logger
 	c, err := core.Open(opts, cfg)
 	if err != nil {
@@ -38,10 +40,33 @@ func openCore(ctx context.Context, d dataDir, key ed25519.PrivateKey, cfg core.C
 	return c, nil
 }
 
-// commitHooks are the eventlog.Options hooks serve sets.
-type commitHooks struct {
+// logHooks are the eventlog.Options hooks serve sets.
+type logHooks struct {
 	onCommit      func([]eventlog.Event) error
 	onGroupCommit func(eventlog.GroupCommit)
+	// onTreeBuild, if set, is told the tree build's progress besides the
+	// log (serve's bar on a terminal).
+	onTreeBuild eventlog.RebuildProgress
+}
+
+// treeBuildProgress logs the one-time build of the Merkle tree (a data dir
+// from before it; eventlog/treebuild.go) about every 5 % of the way, and
+// passes the progress on to also, if set.
+func treeBuildProgress(logger *slog.Logger, also eventlog.RebuildProgress) eventlog.RebuildProgress {
+	var step, next uint64
+	return func(done, total uint64) {
+		if step == 0 {
+			step = max(total/20, 1)
+			next = done
+		}
+		if done >= next || done == total {
+			logger.Info("building the merkle tree over the chain", "seq", done, "tip_seq", total)
+			next = done + step
+		}
+		if also != nil {
+			also(done, total)
+		}
+	}
 }
 
 // rebuildLogger logs a catch-up or rebuild of the read models about every 5 %
@@ -69,7 +94,7 @@ func (d dataDir) openCore(ctx context.Context, logger *slog.Logger) (*core.Core,
 	}
 	// One-shot commands decide nothing that a catalog or the governed subnets
 	// rule; the built-in catalog will do.
-	return openCore(ctx, d, key, core.Config{Keys: d.keystore()}, logger, commitHooks{})
+	return openCore(ctx, d, key, core.Config{Keys: d.keystore()}, logger, logHooks{})
 }
 
 // keystore keeps the data dir's payment-account keys.

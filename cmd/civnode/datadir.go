@@ -78,7 +78,7 @@ func (d dataDir) openChain(logger *slog.Logger) (*eventlog.Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	return openLog(d, key, logger, eventlog.Options{})
+	return openLog(d, key, logger, eventlog.Options{OnTreeBuild: treeBuildProgress(logger, nil)})
 }
 
 // existingNodeKey loads the key of a node that must already exist.

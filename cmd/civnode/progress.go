@@ -29,6 +29,26 @@ func (m *Main) progress(desc string, total int64) (func(seq uint64), func()) {
 	return func(seq uint64) { bar.Set64(int64(seq)) }, func() { bar.Finish() }
 }
 
+// treeBuildBar draws the one-time build of the Merkle tree at start (a data
+// dir from before it) as a bar on stderr when it is a terminal; nil otherwise,
+// when the log lines of treeBuildProgress are the progress.
+func (m *Main) treeBuildBar() func(done, total uint64) {
+	if !isTerminal(m.Stderr) {
+		return nil
+	}
+	var set func(seq uint64)
+	var finish func()
+	return func(done, total uint64) {
+		if set == nil {
+			set, finish = m.progress("building the merkle tree", int64(total))
+		}
+		set(done)
+		if done == total {
+			finish()
+		}
+	}
+}
+
 // progressReader wraps r in a byte-counting bar of size bytes when stderr is a
 // terminal; it is used for bundles read from a file, whose event count is only
 // known at its end.

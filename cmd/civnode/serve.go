@@ -180,7 +180,7 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	}
 	node, err := openCore(ctx, dir, key, core.Config{Catalog: cat, Governs: cfg.governs,
 		Keys: dir.keystore(), Registry: registry}, logger,
-		commitHooks{onCommit: st.Publish, onGroupCommit: metrics.ObserveGroupCommit})
+		logHooks{onCommit: st.Publish, onGroupCommit: metrics.ObserveGroupCommit, onTreeBuild: m.treeBuildBar()})
 	var ce *eventlog.ChainError
 	if errors.Is(err, eventlog.ErrCorrupt) {
 		return fmt.Errorf("%w; the node will not start on a damaged store: restore the data dir from a backup", err)
