@@ -154,3 +154,21 @@ func (f *treeFrontier) root() (tlog.Hash, bool) {
 
 // newTreeFrontier is the frontier of an empty tree.
 func newTreeFrontier() *treeFrontier { return &treeFrontier{hashes: map[int64]tlog.Hash{}} }
+
+// checkTreeRoot holds the stored tree to the root grown from the chain's
+// ids by a verify walk: a stored hash that was changed or lost makes every
+// proof and checkpoint that reads it wrong, so a full verify says so.
+func (l *Log) checkTreeRoot(grown *treeFrontier) error {
+	want, ok := grown.root()
+	if !ok {
+		return nil
+	}
+	got, err := l.TreeRoot(grown.size)
+	if err != nil {
+		return fmt.Errorf("%w: read the merkle tree: %w", ErrCorrupt, err)
+	}
+	if got != want {
+		return fmt.Errorf("%w: the stored merkle tree's root at size %d is not the root of the chain's ids", ErrCorrupt, grown.size)
+	}
+	return nil
+}

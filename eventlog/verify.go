@@ -297,6 +297,10 @@ func (l *Log) VerifyFrom(ctx context.Context, from uint64, progress func(seq uin
 		if err := l.startAt(c, from, tip.Seq); err != nil {
 			return VerifyReport{}, err
 		}
+	} else {
+		// A walk from genesis also grows the Merkle tree over the ids it
+		// checks, to hold the stored tree to the chain (wire.md §11).
+		c.tree = newTreeFrontier()
 	}
 	errs := make(chan error, 1)
 	links := make(chan *link, 256)
@@ -335,6 +339,11 @@ func (l *Log) VerifyFrom(ctx context.Context, from uint64, progress func(seq uin
 	}
 	if c.next-1 != tip.Seq {
 		return VerifyReport{}, chainErr(ErrBrokenChain, c.next, "event missing (chain ends at %d, tip is %d)", c.next-1, tip.Seq)
+	}
+	if c.tree != nil {
+		if err := l.checkTreeRoot(c.tree); err != nil {
+			return VerifyReport{}, err
+		}
 	}
 	return VerifyReport{Events: tip.Seq, RootHash: c.root, TipHash: c.tip, NodeDID: l.did, From: from}, nil
 }
