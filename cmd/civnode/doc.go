@@ -7,6 +7,9 @@
 //	civnode export  [--data-dir DIR]  a signed export bundle to stdout
 //	civnode replay  [--data-dir DIR]  verify the chain, rebuild the read models from
 //	                                  it and report how the kept ones differed
+//	civnode doctor  [--data-dir DIR] [--addr HOST:PORT] [--registry-url URL] [--json]
+//	                                  check files, chain, port and registry; say
+//	                                  how to fix what fails (docs/doctor.md)
 //	civnode bench   [--events N] [--node URL] [--json] [--hostile]
 //	                                  load a node over HTTP; figures beside the
 //	                                  machine's limits (docs/benchmarks.md)
