@@ -10,6 +10,13 @@
 //	civnode doctor  [--data-dir DIR] [--addr HOST:PORT] [--registry-url URL] [--json]
 //	                                  check files, chain, port and registry; say
 //	                                  how to fix what fails (docs/doctor.md)
+//	civnode transparency publish --dir DIR
+//	                                  the Merkle tree's tiles and checkpoint, for a
+//	                                  static host (docs/transparency.md)
+//	civnode transparency check (--addr URL | --tiles URL) --state FILE
+//	                                  exit 1 when the log forked, rolled back or is
+//	                                  signed by another key
+//	civnode transparency prove SEQ    an inclusion proof to check offline
 //	civnode bench   [--events N] [--node URL] [--json] [--hostile]
 //	                                  load a node over HTTP; figures beside the
 //	                                  machine's limits (docs/benchmarks.md)

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// apiClient reads a node's transparency endpoints (wire.md §11) with one
+// bearer token: an observer's or the owner's at any URL (check, prove
+// --token), or the owner's through the node channel of a data dir (publish,
+// prove on the node's own machine).
+type apiClient struct {
+	client *http.Client
+	base   string // URL prefix of the API, no trailing slash
+	token  string // sent to base only, never printed
+	via    string // the node, for messages
+
+	// read and written count the bytes on the wire, headers and TLS included,
+	// when the client dialed its own connections (newObserverClient).
+	read, written atomic.Int64
+}
+
+// Bounds of the observer's client: an answer of the transparency endpoints is
+// at most a tile (8 KiB) or one event; the limit leaves room for a large one.
+const (
+	observerTimeout     = 30 * time.Second
+	observerDialTimeout = 10 * time.Second
+	apiAnswerLimit      = 16 << 20
+	// rateLimitRetries bounds the retries of a request answered 429; each
+	// waits the Retry-After the node asked for, at most maxRetryAfter.
+	rateLimitRetries = 5
+	maxRetryAfter    = 10 * time.Second
+)
+
+// nodeURL turns --addr, HOST:PORT or a URL with an optional path prefix (a
+// node behind a reverse proxy), into the API's URL prefix.
+func nodeURL(addr string) (string, error) {
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	u, err := url.Parse(addr)
+	if err != nil {
+		return "", fmt.Errorf("--addr %q: %w", addr, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("--addr %q: want HOST:PORT or http(s)://HOST[:PORT][/PREFIX]", addr)
+	}
+	return u.Scheme + "://" + u.Host + strings.TrimSuffix(u.EscapedPath(), "/"), nil
+}
+
+// newObserverClient is a client of the node at addr with token, counting the
+// bytes of its connections. It follows no redirect: a redirect would carry the
+// token to wherever it points.
+func newObserverClient(addr, token string) (*apiClient, error) {
+	base, err := nodeURL(addr)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	c := &apiClient{base: base, token: token, via: base}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	d := &net.Dialer{Timeout: observerDialTimeout}
+	tr.DialContext = func(ctx context.Context, network, address string) (net.Conn, error) {
+		conn, err := d.DialContext(ctx, network, address)
+		if err != nil {
+			return nil, err
+		}
+		return &countingConn{Conn: conn, c: c}, nil
+	}
+	c.client = &http.Client{
+		Transport:     tr,
+		Timeout:       observerTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return c, nil
+}
+
+// channelClient reads through the node channel of a data dir, whose client
+// sends only to the proven node.
+func channelClient(ch *nodeChannel) *apiClient {
+	return &apiClient{client: ch.Client, base: ch.Base, token: ch.Token, via: ch.Via}
+}
+
+// transferred is the number of bytes read and written on the wire so far.
+func (c *apiClient) transferred() int64 { return c.read.Load() + c.written.Load() }
+
+func (c *apiClient) close() { c.client.CloseIdleConnections() }
+
+// get fetches path and returns the body of a 200 answer; any other answer is
+// an error naming the node's message and code.
+func (c *apiClient) get(ctx context.Context, path string) ([]byte, error) {
+	for attempt := 0; ; attempt++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+		if err != nil {
+			return nil, fmt.Errorf("GET %s: %w", path, err)
+		}
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := c.client.Do(req)
+		if err != nil {
+			// The error names the URL, never the header that holds the token.
+			return nil, fmt.Errorf("GET %s from %s: %w", path, c.via, err)
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, apiAnswerLimit+1))
+		resp.Body.Close()
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("GET %s from %s: read the answer: %w", path, c.via, err)
+		case len(body) > apiAnswerLimit:
+			return nil, fmt.Errorf("GET %s from %s: the answer is over %d bytes", path, c.via, apiAnswerLimit)
+		case resp.StatusCode == http.StatusOK:
+			return body, nil
+		case resp.StatusCode == http.StatusTooManyRequests && attempt < rateLimitRetries:
+			if err := sleepCtx(ctx, retryAfter(resp.Header.Get("Retry-After"))); err != nil {
+				return nil, fmt.Errorf("GET %s from %s: %w", path, c.via, err)
+			}
+			continue
+		}
+		return nil, c.answerError(path, resp, body)
+	}
+}
+
+// getJSON fetches path and decodes a 200 answer into out.
+func (c *apiClient) getJSON(ctx context.Context, path string, out any) error {
+	body, err := c.get(ctx, path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("GET %s from %s: decode the answer: %w", path, c.via, err)
+	}
+	return nil
+}
+
+func (c *apiClient) answerError(path string, resp *http.Response, body []byte) error {
+	var e struct {
+		Error string `json:"error"`
+		Code  string `json:"code"`
+	}
+	msg := resp.Status
+	if json.Unmarshal(body, &e) == nil && e.Code != "" {
+		msg = fmt.Sprintf("%s: %s (%s)", resp.Status, e.Error, e.Code)
+	}
+	switch resp.StatusCode {
+	case http.StatusUnauthorized:
+		return fmt.Errorf("the node at %s refused the token (%s); give an owner or observer token with --token or $CIVNODE_TOKEN", c.via, msg)
+	case http.StatusForbidden:
+		return fmt.Errorf("the node at %s refused the token for %s (%s); the transparency endpoints take an owner or observer token", c.via, path, msg)
+	}
+	return fmt.Errorf("GET %s from %s: %s", path, c.via, msg)
+}
+
+// retryAfter reads a Retry-After of whole seconds, at least one second and at
+// most maxRetryAfter.
+func retryAfter(v string) time.Duration {
+	s, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || s < 1 {
+		s = 1
+	}
+	return min(time.Duration(s)*time.Second, maxRetryAfter)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// countingConn counts what crosses a connection into its client's totals.
+type countingConn struct {
+	net.Conn
+	c *apiClient
+}
+
+func (cc *countingConn) Read(p []byte) (int, error) {
+	n, err := cc.Conn.Read(p)
+	cc.c.read.Add(int64(n))
+	return n, err
+}
+
+func (cc *countingConn) Write(p []byte) (int, error) {
+	n, err := cc.Conn.Write(p)
+	cc.c.written.Add(int64(n))
+	return n, err
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/coder/websocket"
+
+	"github.com/civnode/civnode/eventlog"
+)
+
+// streamEvent reads the event at seq from a node's API. GET /v1/events pages
+// by timestamp and has no seq parameter, but the stream resumes after any seq
+// (wire.md §3): its first message after after_seq=seq-1 is the event at seq,
+// as stored. The caller checks it against the tree's leaf, so a node cannot
+// pass off another event.
+func streamEvent(ctx context.Context, c *apiClient, seq uint64) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, observerTimeout)
+	defer cancel()
+	u := c.base + "/v1/stream?" + url.Values{"after_seq": {strconv.FormatUint(seq-1, 10)}}.Encode()
+	h := http.Header{}
+	if c.token != "" {
+		h.Set("Authorization", "Bearer "+c.token)
+	}
+	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: c.client, HTTPHeader: h})
+	if err != nil {
+		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, apiAnswerLimit))
+			return nil, c.answerError("/v1/stream", resp, body)
+		}
+		return nil, fmt.Errorf("GET /v1/stream from %s: %w", c.via, err)
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(apiAnswerLimit)
+	typ, msg, err := conn.Read(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read event %d from the stream of %s: %w", seq, c.via, err)
+	}
+	if typ != websocket.MessageText {
+		return nil, fmt.Errorf("read event %d from the stream of %s: a binary message", seq, c.via)
+	}
+	conn.Close(websocket.StatusNormalClosure, "got the event")
+	return bytes.TrimSuffix(msg, []byte("\n")), nil
+}
+
+// checkEvent checks an event as the chain's observer does (docs/verifying.md
+// §2): its id is the SHA-256 of its signed bytes U, the RFC 8785 form of the
+// event without id and signature, and its signature verifies over U with the
+// node's key. It returns the id's 32 bytes, the leaf's data.
+func checkEvent(raw []byte, k civnodeKey, seq uint64) ([]byte, error) {
+	var ev eventlog.Event
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return nil, fmt.Errorf("decode event %d: %w", seq, err)
+	}
+	if ev.Seq != seq {
+		return nil, fmt.Errorf("the event for seq %d has seq %d", seq, ev.Seq)
+	}
+	if ev.NodeDID != k.did {
+		return nil, fmt.Errorf("event %d is by %s, not %s", seq, ev.NodeDID, k.did)
+	}
+	unsigned, err := json.Marshal(struct {
+		NodeDID   string          `json:"node_did"`
+		Payload   json.RawMessage `json:"payload"`
+		PrevHash  string          `json:"prev_hash"`
+		Seq       uint64          `json:"seq"`
+		Timestamp string          `json:"timestamp"`
+		Type      string          `json:"type"`
+	}{ev.NodeDID, ev.Payload, ev.PrevHash, ev.Seq, ev.Timestamp, ev.Type})
+	if err != nil {
+		return nil, fmt.Errorf("event %d: %w", seq, err)
+	}
+	u, err := eventlog.CanonicalObject(unsigned)
+	if err != nil {
+		return nil, fmt.Errorf("event %d: %w", seq, err)
+	}
+	sum := sha256.Sum256(u)
+	if hex.EncodeToString(sum[:]) != ev.ID {
+		return nil, fmt.Errorf("event %d: its id %s is not the hash of its content", seq, ev.ID)
+	}
+	sig, err := base64.StdEncoding.DecodeString(ev.Signature)
+	if err != nil || !ed25519.Verify(k.pub, u, sig) {
+		return nil, fmt.Errorf("event %d: its signature does not verify with %s", seq, k.origin)
+	}
+	return sum[:], nil
+}

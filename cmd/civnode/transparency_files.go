@@ -1,0 +1,122 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// replaceFile puts data at path through a temporary file in tmpDir, which
+// must be on path's file system: written, synced, then renamed over path. A
+// reader sees the old file or the new one, never a part of either, and a crash
+// leaves at most a stray file in tmpDir. The rename is durable once path's
+// directory is synced, which the caller does (publish does it once per
+// directory for many files).
+func replaceFile(path, tmpDir string, data []byte, perm fs.FileMode) error {
+	tmp, err := os.CreateTemp(tmpDir, ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	name := tmp.Name()
+	if err := writeSynced(tmp, data, perm); err != nil {
+		os.Remove(name)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(name, path); err != nil {
+		os.Remove(name)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func writeSynced(f *os.File, data []byte, perm fs.FileMode) error {
+	err := f.Chmod(perm)
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close())
+}
+
+// dirSyncer creates directories below a root and remembers every directory
+// whose entries changed, so that all of them are synced once, together, before
+// anything that refers to their files is written.
+type dirSyncer struct {
+	root  string
+	dirty map[string]bool
+}
+
+func newDirSyncer(root string) *dirSyncer { return &dirSyncer{root: root, dirty: map[string]bool{}} }
+
+// mkdirAll creates dir (below the root) and its missing parents, each with
+// mode 0755, marking the parent of each one made.
+func (s *dirSyncer) mkdirAll(dir string) error {
+	if dir == s.root {
+		return nil
+	}
+	if fi, err := os.Stat(dir); err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("create %s: a file is in the way", dir)
+		}
+		return nil
+	}
+	if err := s.mkdirAll(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	// The umask may have taken away what a web server running as another
+	// user needs; a tile directory holds nothing secret.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	s.dirty[filepath.Dir(dir)] = true
+	return nil
+}
+
+// changed marks dir as holding a new entry.
+func (s *dirSyncer) changed(dir string) { s.dirty[dir] = true }
+
+// sync syncs every changed directory, deepest first, and forgets them.
+func (s *dirSyncer) sync() error {
+	dirs := make([]string, 0, len(s.dirty))
+	for d := range s.dirty {
+		dirs = append(dirs, d)
+	}
+	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
+	for _, d := range dirs {
+		if err := syncDir(d); err != nil {
+			return err
+		}
+		delete(s.dirty, d)
+	}
+	return nil
+}
+
+// readOptionalFile reads path, nil when it does not exist.
+func readOptionalFile(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return b, nil
+}
+
+// writeStateFile replaces path with data, mode 0600, durably: a check cut
+// short leaves the old state or the new one.
+func writeStateFile(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := replaceFile(path, dir, data, 0o600); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}

@@ -1,0 +1,330 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// publishedFile is a file of a publish directory as a test saw it.
+type publishedFile struct {
+	info fs.FileInfo
+	data []byte
+}
+
+// trPublished reads every file of a publish directory but publish's own
+// lock, keyed by slash path.
+func trPublished(t *testing.T, pub string) map[string]publishedFile {
+	t.Helper()
+	files := map[string]publishedFile{}
+	err := filepath.WalkDir(pub, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(pub, path)
+		if rel == publishLock {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		files[filepath.ToSlash(rel)] = publishedFile{info: info, data: data}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// trTilePaths are the paths of tiles.
+func trTilePaths(tiles []tlog.Tile) []string {
+	var out []string
+	for _, t := range tiles {
+		out = append(out, tilePath(t))
+	}
+	return out
+}
+
+// requirePublished checks a publish directory against the node at url: the
+// checkpoint and verifier key are the node's; every tile file holds what
+// GET /v1/transparency/tile/… serves; the tiles of every tree size published
+// (sizes) are there and nothing else is; and, read as an observer of a static
+// host reads them (tlog.TileHashReader, which checks each tile against the
+// signed root), the tiles give the checkpoint's root and inclusion proofs that
+// the API's leaf hashes verify against.
+func requirePublished(t *testing.T, pub, url, token string, sizes ...int64) {
+	t.Helper()
+	var sum transparencySummary
+	getJSON(t, url+"/v1/transparency", token, 200, &sum)
+	files := trPublished(t, pub)
+	if got := string(files[publishCheckpoint].data); got != sum.Checkpoint {
+		t.Fatalf("DIR/checkpoint %q, the node serves %q", got, sum.Checkpoint)
+	}
+	if got := string(files[publishVerifierKey].data); got != sum.VerifierKey+"\n" {
+		t.Fatalf("DIR/verifier-key %q, want %q", got, sum.VerifierKey+"\n")
+	}
+	var want []string
+	prev := int64(0)
+	for _, n := range sizes {
+		want = append(want, trTilePaths(tlog.NewTiles(tileHeight, prev, n))...)
+		prev = n
+	}
+	slices.Sort(want)
+	var got []string
+	for rel, f := range files {
+		switch {
+		case rel == publishCheckpoint || rel == publishVerifierKey:
+			continue
+		case !strings.HasPrefix(rel, "tile/"):
+			t.Errorf("stray file %s in the publish directory", rel)
+			continue
+		}
+		got = append(got, rel)
+		if served := trGet(t, url+"/v1/transparency/"+rel, token); string(served) != string(f.data) {
+			t.Errorf("%s: %d bytes differ from the %d the node serves", rel, len(f.data), len(served))
+		}
+		if f.info.Mode().Perm() != 0o644 {
+			t.Errorf("%s: mode %v, want 0644 for a static host", rel, f.info.Mode().Perm())
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("tiles published:\n%v\nwant the tiles of tree sizes %v:\n%v", got, sizes, want)
+	}
+
+	tree := trOpen(t, sum.VerifierKey, []byte(sum.Checkpoint))
+	if tree.N != sizes[len(sizes)-1] {
+		t.Fatalf("the node's tree has %d events, want %d", tree.N, sizes[len(sizes)-1])
+	}
+	hr := tlog.TileHashReader(tree, dirTiles{pub})
+	root, err := tlog.TreeHash(tree.N, hr)
+	if err != nil || root != tree.Hash {
+		t.Fatalf("root from the published tiles %v (%v), the checkpoint's %v", root, err, tree.Hash)
+	}
+	for _, i := range []int64{0, tree.N / 3, tree.N - 1} {
+		var ans inclusionAnswer
+		getJSON(t, fmt.Sprintf("%s/v1/transparency/proof/inclusion?seq=%d&tree_size=%d", url, i+1, tree.N), token, 200, &ans)
+		leaf, err := tlog.ParseHash(ans.LeafHash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proof, err := tlog.ProveRecord(tree.N, i, hr)
+		if err != nil {
+			t.Fatalf("prove leaf %d from the published tiles: %v", i, err)
+		}
+		if err := tlog.CheckRecord(proof, tree.N, tree.Hash, i, leaf); err != nil {
+			t.Fatalf("leaf %d: the proof from the published tiles does not verify: %v", i, err)
+		}
+	}
+}
+
+var publishedLine = regexp.MustCompile(`^published civnode/did:key:z6Mk\S+ tree size ([0-9]+), root \S+, to (\S+): (.*)\n$`)
+
+// requirePublishLine checks publish's summary line: the tree size and what
+// it says it wrote.
+func requirePublishLine(t *testing.T, out string, size int64, what string) {
+	t.Helper()
+	m := publishedLine.FindStringSubmatch(out)
+	if m == nil || m[1] != fmt.Sprint(size) || m[3] != what {
+		t.Fatalf("publish printed %q; want tree size %d and %q", out, size, what)
+	}
+}
+
+// TestTransparencyPublish publishes a running node's tree through its API,
+// then, with the node stopped, more of it from the data dir: the first run
+// writes every tile of the tree and the checkpoint; the second writes exactly
+// tlog.NewTiles from the old size to the new, leaves every file of the first
+// run as it was (same inode, same bytes), and moves the checkpoint; a third,
+// with nothing new, writes nothing. Each time the directory is what the node
+// serves, and an observer reading it as a static host gets the signed root.
+func TestTransparencyPublish(t *testing.T) {
+	dir := trStoppedNode(t, 600)
+	pub := filepath.Join(t.TempDir(), "log")
+
+	p := startProcess(t, dir)
+	first := tlog.NewTiles(tileHeight, 0, 600)
+	out := trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", dir)
+	requirePublishLine(t, out, 600, fmt.Sprintf("%d tiles written, checkpoint written", len(first)))
+	requirePublished(t, pub, p.url, p.token, 600)
+	before := trPublished(t, pub)
+	trStop(t, p)
+
+	trAppend(t, dir, "more", 300)
+	added := tlog.NewTiles(tileHeight, 600, 900)
+	out = trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", dir)
+	requirePublishLine(t, out, 900, fmt.Sprintf("%d tiles written, checkpoint moved from tree size 600", len(added)))
+	_, signed, _ := trTreeHead(t, dir)
+	after := trPublished(t, pub)
+	if string(after[publishCheckpoint].data) != string(signed) {
+		t.Fatalf("DIR/checkpoint %q, the stopped node's is %q", after[publishCheckpoint].data, signed)
+	}
+	for rel, f := range before {
+		if rel == publishCheckpoint {
+			continue
+		}
+		g, ok := after[rel]
+		if !ok || !os.SameFile(f.info, g.info) || !g.info.ModTime().Equal(f.info.ModTime()) || string(g.data) != string(f.data) {
+			t.Errorf("%s was rewritten or removed by the second publish", rel)
+		}
+	}
+	var fresh []string
+	for rel := range after {
+		if _, ok := before[rel]; !ok {
+			fresh = append(fresh, rel)
+		}
+	}
+	slices.Sort(fresh)
+	if want := slices.Sorted(slices.Values(trTilePaths(added))); !slices.Equal(fresh, want) {
+		t.Fatalf("the second publish added %v, want the new tiles %v", fresh, want)
+	}
+
+	p = startProcess(t, dir)
+	requirePublished(t, pub, p.url, p.token, 600, 900)
+	out = trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", dir)
+	requirePublishLine(t, out, 900, "already published, nothing to write")
+	for rel, f := range trPublished(t, pub) {
+		if g := after[rel]; !os.SameFile(f.info, g.info) || string(f.data) != string(g.data) {
+			t.Errorf("%s changed in a publish with nothing new", rel)
+		}
+	}
+}
+
+// TestTransparencyPublishResumes: a publish cut short between its tiles and
+// its checkpoint leaves the old checkpoint, some of the new tiles and
+// temporary files; the next run writes the missing tiles, keeps the others,
+// clears the temporary files and ends with the new checkpoint. A directory of
+// tiles without any checkpoint (a first run cut short) is completed the same
+// way.
+func TestTransparencyPublishResumes(t *testing.T) {
+	dir := trStoppedNode(t, 300)
+	pub := filepath.Join(t.TempDir(), "log")
+	trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", dir)
+	old, err := os.ReadFile(filepath.Join(pub, publishCheckpoint))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trAppend(t, dir, "more", 300)
+	trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", dir)
+	added := tlog.NewTiles(tileHeight, 300, 600)
+
+	// Undo the end of the second run, as a crash before its checkpoint would.
+	if err := os.WriteFile(filepath.Join(pub, publishCheckpoint), old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(pub, filepath.FromSlash(tilePath(added[len(added)-1])))
+	if err := os.Remove(missing); err != nil {
+		t.Fatal(err)
+	}
+	stray := filepath.Join(pub, publishTmp, ".tmp-checkpoint-12345")
+	if err := os.MkdirAll(filepath.Dir(stray), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stray, []byte("half a checkp"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", dir)
+	requirePublishLine(t, out, 600, fmt.Sprintf("1 tile written, checkpoint moved from tree size 300 (%d tiles already there from a run cut short)", len(added)-1))
+	if _, err := os.Stat(filepath.Join(pub, publishTmp)); !os.IsNotExist(err) {
+		t.Errorf("%s is still there after the publish: %v", publishTmp, err)
+	}
+
+	if err := os.Remove(filepath.Join(pub, publishCheckpoint)); err != nil {
+		t.Fatal(err)
+	}
+	out = trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", dir)
+	requirePublishLine(t, out, 600, fmt.Sprintf("0 tiles written, checkpoint written (%d tiles already there from a run cut short)", len(tlog.NewTiles(tileHeight, 0, 600))))
+
+	p := startProcess(t, dir)
+	requirePublished(t, pub, p.url, p.token, 300, 600)
+}
+
+// TestTransparencyPublishRefuses: one directory is one node's log, and the
+// published log never goes back: publish refuses a checkpoint of another key,
+// of a larger tree, of a tree of the same size with another root, and of a
+// tree the node's does not extend, each time leaving the directory as it was;
+// and it refuses to run beside another publish of the same directory.
+func TestTransparencyPublishRefuses(t *testing.T) {
+	base := trStoppedNode(t, 300)
+	older := trCopyDir(t, base) // 300 events
+	fork := trCopyDir(t, base)
+	trAppend(t, base, "main", 100) // 400
+	trAppend(t, fork, "fork", 100) // 400, other events
+	other := trStoppedNode(t, 10)
+
+	pub := filepath.Join(t.TempDir(), "log")
+	trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", base)
+	before := trPublished(t, pub)
+
+	trFails(t, 1, "signed by another key", "transparency", "publish", "--dir", pub, "--data-dir", other)
+	trFails(t, 1, "would roll the published log back", "transparency", "publish", "--dir", pub, "--data-dir", older)
+	trFails(t, 1, "the log forked", "transparency", "publish", "--dir", pub, "--data-dir", fork)
+	trAppend(t, fork, "fork", 50) // 450: larger, but not an extension
+	trFails(t, 1, "does not extend the tree of 400 events", "transparency", "publish", "--dir", pub, "--data-dir", fork)
+
+	unlock, err := lockPublishDir(filepath.Join(pub, publishLock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trAppend(t, base, "main", 10)
+	trFails(t, 1, "another civnode transparency publish is writing to this directory", "transparency", "publish", "--dir", pub, "--data-dir", base)
+	unlock()
+
+	after := trPublished(t, pub)
+	if len(after) != len(before) {
+		t.Fatalf("a refused publish changed the directory: %d files, then %d", len(before), len(after))
+	}
+	for rel, f := range before {
+		if g := after[rel]; !os.SameFile(f.info, g.info) || string(g.data) != string(f.data) {
+			t.Errorf("a refused publish changed %s", rel)
+		}
+	}
+	trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", base)
+}
+
+// TestTransparencyCommandLine: mistakes on the command line exit 2 before
+// anything is read.
+func TestTransparencyCommandLine(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"transparency", "publish"}, "needs --dir DIR"},
+		{[]string{"transparency", "publish", "--dir", "x", "extra"}, "unknown command"},
+		{[]string{"transparency", "check", "--token", "t"}, "needs --state FILE"},
+		{[]string{"transparency", "check", "--state", "s.json"}, "needs an owner or observer token"},
+		{[]string{"transparency", "check", "--state", "s.json", "--token", "t", "--addr", "ftp://x"}, "want HOST:PORT or http(s)"},
+		{[]string{"transparency", "check", "--state", "s.json", "--tiles", "http://x", "--token", "t"}, "not both"},
+		{[]string{"transparency", "prove"}, "accepts 1 arg(s)"},
+		{[]string{"transparency", "prove", "0"}, "an integer of at least 1"},
+		{[]string{"transparency", "prove", "x7"}, "an integer of at least 1"},
+		{[]string{"transparency", "prove", "7", "--tree-size", "0"}, "--tree-size must be at least 1"},
+		{[]string{"transparency", "prove", "7", "--token", "t", "--data-dir", "d"}, "not both"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args[1:], " "), func(t *testing.T) {
+			res := runCLI(t, nil, tt.args...)
+			if res.code != 2 || !strings.Contains(res.stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want 2 naming %q", res.code, res.stderr, tt.want)
+			}
+		})
+	}
+}
+
+// jsonOf decodes one JSON object.
+func jsonOf(t *testing.T, s string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		t.Fatalf("decode %q: %v", s, err)
+	}
+}

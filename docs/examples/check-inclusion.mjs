@@ -1,0 +1,126 @@
+// check-inclusion.mjs — check the output of `civnode transparency prove` with
+// nothing but SHA-256, Ed25519 and JCS (RFC 8785), independently of civnode's
+// own code and of Go's tlog package (docs/transparency.md):
+//
+//   civnode transparency prove 7 > proof.json
+//   node check-inclusion.mjs proof.json "$VKEY"      (or "-" for standard input)
+//
+// VKEY is the node's note verifier key as you trust it (from a previous
+// `civnode transparency check`, or the node's operator). Without it the key in
+// the input is used, which proves only that the node agrees with itself.
+//
+// It checks that the checkpoint is a signed note (C2SP signed-note) by that key
+// over origin, tree size and root (C2SP tlog-checkpoint); that the event hashes
+// to its id and is signed by the same key; and that the leaf SHA-256(0x00 ‖ id)
+// is in the tree by the RFC 9162 §2.1.3.2 inclusion proof. Exit 0 and "ok: …",
+// or exit 1 and "invalid: …".
+import { createHash, createPublicKey, verify } from "node:crypto";
+import { readFileSync } from "node:fs";
+
+const fail = (why) => {
+  console.log(`invalid: ${why}`);
+  process.exit(1);
+};
+const sha256 = (...parts) => createHash("sha256").update(Buffer.concat(parts.map((p) => Buffer.from(p)))).digest();
+
+// RFC 8785: JSON.stringify already writes strings and numbers the JCS way; JCS
+// adds only that object keys are sorted by UTF-16 code units.
+function jcs(v) {
+  if (v === null || typeof v !== "object") return JSON.stringify(v);
+  if (Array.isArray(v)) return "[" + v.map(jcs).join(",") + "]";
+  return "{" + Object.keys(v).sort().map((k) => JSON.stringify(k) + ":" + jcs(v[k])).join(",") + "}";
+}
+
+// did:key:z<base58btc(0xed 0x01 ‖ key)> → the 32 bytes of the Ed25519 key.
+function keyOfDID(did) {
+  const alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+  let n = 0n;
+  for (const c of did.replace(/^did:key:z/, "")) {
+    const d = alphabet.indexOf(c);
+    if (d < 0) fail("the key's name is not a did:key");
+    n = n * 58n + BigInt(d);
+  }
+  const bytes = Buffer.from(n.toString(16).padStart(68, "0"), "hex");
+  if (bytes.length !== 34 || bytes[0] !== 0xed || bytes[1] !== 0x01) fail("the key's name is not an Ed25519 did:key");
+  return bytes.subarray(2);
+}
+
+const ed25519Key = (raw) =>
+  createPublicKey({ key: Buffer.concat([Buffer.from("302a300506032b6570032100", "hex"), raw]), format: "der", type: "spki" });
+
+const [file = "-", pinned] = process.argv.slice(2);
+const p = JSON.parse(readFileSync(file === "-" ? 0 : file, "utf8"));
+
+// 1. The verifier key: <name>+<8 hex key hash>+base64(0x01 ‖ key), the hash
+// being the first 4 bytes of SHA-256(name ‖ "\n" ‖ 0x01 ‖ key); the name is
+// civnode/<did>, the did:key of the same key.
+const vkey = pinned ?? p.verifier_key;
+const m = /^([^+]+)\+([0-9a-f]{8})\+(.+)$/.exec(vkey ?? "");
+if (!m) fail("the verifier key is not <name>+<hash>+<key>");
+const [, name, keyHash, key64] = m;
+const keyBytes = Buffer.from(key64, "base64");
+if (keyBytes.length !== 33 || keyBytes[0] !== 0x01) fail("the verifier key is not an Ed25519 key");
+if (sha256(name, "\n", keyBytes).subarray(0, 4).toString("hex") !== keyHash) fail("the verifier key's hash does not match");
+const did = name.replace(/^civnode\//, "");
+if (!name.startsWith("civnode/") || !keyOfDID(did).equals(keyBytes.subarray(1))) fail("the verifier key's name is not the did of its key");
+const key = ed25519Key(keyBytes.subarray(1));
+
+// 2. The checkpoint: the note's text, a blank line, then signature lines
+// "— <name> base64(4-byte key hash ‖ signature)"; one must be this key's,
+// over the text.
+const note = p.checkpoint;
+const split = note.lastIndexOf("\n\n");
+const text = note.slice(0, split + 1);
+const signed = note
+  .slice(split + 2)
+  .split("\n")
+  .filter((line) => line.startsWith(`— ${name} `))
+  .map((line) => Buffer.from(line.slice(line.lastIndexOf(" ") + 1), "base64"))
+  .some((sig) => sig.length === 68 && sig.subarray(0, 4).toString("hex") === keyHash && verify(null, Buffer.from(text), key, sig.subarray(4)));
+if (split < 0 || !signed) fail(`the checkpoint is not signed by ${vkey}`);
+const [origin, sizeLine, root64] = text.split("\n");
+if (origin !== name) fail(`the checkpoint's origin is ${origin}, not ${name}`);
+if (!/^[0-9]+$/.test(sizeLine)) fail("the checkpoint's tree size is not a number");
+const size = BigInt(sizeLine);
+const root = Buffer.from(root64, "base64");
+if (root.length !== 32) fail("the checkpoint's root is not 32 bytes");
+if (BigInt(p.tree_size) !== size || p.root_hash !== root64) fail("tree_size and root_hash are not the checkpoint's");
+
+// 3. The event: id = SHA-256 of U, the JCS of the event without id and
+// signature; the signature is Ed25519 over U by the node's key.
+const { id, signature, ...unsigned } = p.event;
+const u = Buffer.from(jcs(unsigned));
+if (sha256(u).toString("hex") !== id || p.event_id !== id) fail("the event's id is not the hash of its content");
+if (!verify(null, u, key, Buffer.from(signature, "base64"))) fail("the event's signature does not verify");
+if (p.event.seq !== p.seq || p.event.node_did !== did) fail("the event is not this node's event at this seq");
+
+// 4. The leaf: SHA-256(0x00 ‖ the 32 bytes of the id), at index seq - 1.
+const leaf = sha256([0x00], Buffer.from(id, "hex"));
+if (p.leaf_hash !== undefined && p.leaf_hash !== leaf.toString("base64")) fail("leaf_hash is not the event's leaf");
+const index = BigInt(p.leaf_index);
+if (index !== BigInt(p.seq) - 1n || index >= size) fail("leaf_index is not seq - 1 within the tree");
+
+// 5. RFC 9162 §2.1.3.2: fold the path from the leaf up; it must end at the
+// root with every level used.
+let fn = index;
+let sn = size - 1n;
+let r = leaf;
+for (const p64 of p.proof) {
+  const h = Buffer.from(p64, "base64");
+  if (sn === 0n) fail("the proof is longer than the path");
+  if ((fn & 1n) === 1n || fn === sn) {
+    r = sha256([0x01], h, r);
+    if ((fn & 1n) === 0n) {
+      while ((fn & 1n) === 0n && fn !== 0n) {
+        fn >>= 1n;
+        sn >>= 1n;
+      }
+    }
+  } else {
+    r = sha256([0x01], r, h);
+  }
+  fn >>= 1n;
+  sn >>= 1n;
+}
+if (sn !== 0n || !r.equals(root)) fail("the inclusion proof does not lead to the checkpoint's root");
+console.log(`ok: seq ${p.seq} (event ${id}) is in the tree of ${size} events, root ${root64}, signed by ${name}`);
