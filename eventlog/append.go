@@ -191,7 +191,6 @@ func (p *pending) write(b *pebble.Batch) {
 	b.Set(idKey(p.id), seq, nil)
 	b.Set(typeKey(p.ev.Type, p.ev.Seq), appendU64(nil, p.ordinal), nil)
 	b.Set(timeKey(p.micros), seq, nil)
-	p.writeTree(b)
 }
 
 // runSequencer decides and chains requests in arrival order into the current
@@ -388,6 +387,7 @@ func (l *Log) commit(g *group) error {
 	for _, p := range g.pending {
 		p.write(b)
 	}
+	writeTree(b, g.pending)
 	last := g.pending[len(g.pending)-1]
 	sp := l.liveModels()
 	if sp != nil {

@@ -48,9 +48,11 @@
 //	                                 below); the models choose their keys, and
 //	                                 keys under 0x00 hold the space's "version"
 //	                                 and "applied" (the last seq folded)
-//	0x09 <stored index u64>          a stored hash of the Merkle tree over the
-//	                                 event ids (32 bytes; tlog's stored-hash
-//	                                 numbering; tree.go, wire.md §11)
+//	0x09 <stored index u64>          a chunk of the Merkle tree over the event
+//	                                 ids: the stored hashes (32 bytes each, tlog's
+//	                                 numbering) of up to 128 consecutive events of
+//	                                 one batch, keyed by the index of the first
+//	                                 (tree.go, wire.md §11)
 //
 // The type index stores each event's ordinal within its type, so a query's total is a
 // subtraction, not a count. All keys of one group of appends are written in one Pebble

@@ -448,6 +448,7 @@ func (l *Log) writeGenesis() error {
 	p.sign(l.key)
 	b := l.db.NewBatch()
 	p.write(b)
+	writeTree(b, []*pending{p})
 	b.Set(metaSchemaKey, []byte(schemaVersion), nil)
 	b.Set(metaTreeSizeKey, appendU64(nil, 1), nil)
 	if err := b.Commit(pebble.Sync); err != nil {

@@ -1,7 +1,6 @@
 package eventlog
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -11,13 +10,25 @@ import (
 // The Merkle tree over the chain (wire.md §11): leaf i is the event with seq
 // i+1, its data the 32 bytes of the event's id, hashed as RFC 9162 says. The
 // tree is kept as tlog's stored hashes: record n adds the hashes at
-// tlog.StoredHashIndex(0, n) onwards, one per subtree it completes, and every
-// proof, root and tile is read from them. They are written in the batch of the
-// events they cover, with the tree's size under metaTreeSizeKey, so after any
-// crash the tree and the chain agree.
+// tlog.StoredHashIndex(0, n) onwards, one per subtree it completes, so the
+// stored hashes of consecutive events are consecutive. They are written in
+// the batch of the events they cover, with the tree's size under
+// metaTreeSizeKey, so after any crash the tree and the chain agree.
+//
+// They are stored in chunks: one key holds the stored hashes of up to
+// treeChunkRecords consecutive events of one batch, under the stored index of
+// its first hash. A group commit thus adds one or a few keys for the tree, not
+// two per event: the store's cost is per key, and the tree must cost appends
+// little (design.md: at most 5%). A stored hash is read by seeking to the
+// chunk at or before its index.
 
-// spaceTree holds the stored hashes: 0x09 <stored index u64> → 32 bytes.
+// spaceTree holds the chunks: 0x09 <stored index of the chunk's first hash
+// u64> → the chunk's hashes, 32 bytes each, in stored-index order.
 const spaceTree byte = 0x09
+
+// treeChunkRecords bounds the events one chunk covers (about 2 hashes each),
+// so that reading one stored hash never loads more than a few kilobytes.
+const treeChunkRecords = 128
 
 // metaTreeSizeKey holds the number of events the stored hashes cover (u64).
 // It equals the tip's seq, except in a data directory from before the tree,
@@ -98,10 +109,23 @@ func (l *Log) loadFrontier(size int64) (*treeFrontier, error) {
 	return f, nil
 }
 
-// writeTree stores the hashes p adds to the tree.
-func (p *pending) writeTree(b *pebble.Batch) {
-	for i := range p.tree {
-		b.Set(treeKey(p.treeFirst+int64(i)), p.tree[i][:], nil)
+// writeTree stores the hashes that evs, consecutive events, add to the tree,
+// in chunks of at most treeChunkRecords events.
+func writeTree(b *pebble.Batch, evs []*pending) {
+	for len(evs) > 0 && evs[0].tree != nil {
+		chunk := evs[:min(len(evs), treeChunkRecords)]
+		evs = evs[len(chunk):]
+		n := 0
+		for _, p := range chunk {
+			n += len(p.tree)
+		}
+		val := make([]byte, 0, n*tlog.HashSize)
+		for _, p := range chunk {
+			for i := range p.tree {
+				val = append(val, p.tree[i][:]...)
+			}
+		}
+		b.Set(treeKey(chunk[0].treeFirst), val, nil)
 	}
 }
 
@@ -114,20 +138,30 @@ func (l *Log) treeReader() tlog.HashReader { return storeHashReader{l} }
 
 func (r storeHashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 	out := make([]tlog.Hash, len(indexes))
+	if len(indexes) == 0 {
+		return out, nil
+	}
+	it, err := r.l.db.NewIter(&pebble.IterOptions{LowerBound: []byte{spaceTree}, UpperBound: []byte{spaceTree + 1}})
+	if err != nil {
+		return nil, fmt.Errorf("read the merkle tree: %w", r.l.readFault(err))
+	}
+	defer it.Close()
 	for i, x := range indexes {
-		v, closer, err := r.l.db.Get(treeKey(x))
-		if err != nil {
-			if errors.Is(err, pebble.ErrNotFound) {
-				return nil, fmt.Errorf("%w: stored tree hash %d is missing", ErrCorrupt, x)
+		if !it.SeekLT(treeKey(x + 1)) {
+			if err := it.Error(); err != nil {
+				return nil, fmt.Errorf("read stored tree hash %d: %w", x, r.l.readFault(err))
 			}
+			return nil, fmt.Errorf("%w: stored tree hash %d is missing", ErrCorrupt, x)
+		}
+		at := (x - int64(u64(it.Key()[1:]))) * tlog.HashSize
+		v, err := it.ValueAndErr()
+		if err != nil {
 			return nil, fmt.Errorf("read stored tree hash %d: %w", x, r.l.readFault(err))
 		}
-		if len(v) != tlog.HashSize {
-			closer.Close()
-			return nil, fmt.Errorf("%w: stored tree hash %d has %d bytes", ErrCorrupt, x, len(v))
+		if len(v)%tlog.HashSize != 0 || at+tlog.HashSize > int64(len(v)) {
+			return nil, fmt.Errorf("%w: stored tree hash %d is missing", ErrCorrupt, x)
 		}
-		copy(out[i][:], v)
-		closer.Close()
+		copy(out[i][:], v[at:])
 	}
 	return out, nil
 }

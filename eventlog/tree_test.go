@@ -372,13 +372,61 @@ func TestVerifyChecksTheStoredTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An inner node the root is hashed from: the root of the first 64 leaves.
-	idx := tlog.StoredHashIndex(6, 0)
-	bad := make([]byte, 32)
-	if err := l.db.Set(treeKey(idx), bad, pebble.Sync); err != nil {
-		t.Fatal(err)
-	}
+	changeStoredHash(t, l, tlog.StoredHashIndex(6, 0))
 	_, err := l.Verify(t.Context(), nil)
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "merkle tree") {
 		t.Fatalf("verify with a changed stored hash: %v, want ErrCorrupt naming the merkle tree", err)
+	}
+}
+
+// changeStoredHash flips a bit of the stored hash at idx inside its chunk.
+func changeStoredHash(t *testing.T, l *Log, idx int64) {
+	t.Helper()
+	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: []byte{spaceTree}, UpperBound: []byte{spaceTree + 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !it.SeekLT(treeKey(idx + 1)) {
+		t.Fatalf("no chunk holds stored hash %d", idx)
+	}
+	key := bytes.Clone(it.Key())
+	val := bytes.Clone(it.Value())
+	it.Close()
+	at := (idx - int64(u64(key[1:]))) * 32
+	if at+32 > int64(len(val)) {
+		t.Fatalf("chunk at %x has no stored hash %d", key, idx)
+	}
+	val[at] ^= 1
+	if err := l.db.Set(key, val, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTreeChunks: a group commit stores its events' hashes in a few chunk
+// keys, not one key per hash, and every stored hash is found in them.
+func TestTreeChunks(t *testing.T) {
+	l := openMem(t, Options{})
+	appendN(t, l, 299) // groups of 64 drafts, then 43
+	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: []byte{spaceTree}, UpperBound: []byte{spaceTree + 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := 0
+	for valid := it.First(); valid; valid = it.Next() {
+		keys++
+	}
+	it.Close()
+	if keys != 6 { // the genesis, four groups of 64 and one of 43
+		t.Fatalf("%d chunk keys for 300 events in 6 batches, want 6", keys)
+	}
+	all := make([]int64, tlog.StoredHashCount(300))
+	for i := range all {
+		all[i] = int64(i)
+	}
+	if _, err := l.treeReader().ReadHashes(all); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.treeReader().ReadHashes([]int64{tlog.StoredHashCount(300)}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a stored hash beyond the tree: %v, want ErrCorrupt", err)
 	}
 }

@@ -67,6 +67,7 @@ func (l *Log) buildTree(from, to int64, progress RebuildProgress) error {
 	b := l.db.NewBatch()
 	defer func() { b.Close() }()
 	seq := from
+	var chunk []*pending // the events of the next chunk (tree.go)
 	for valid := it.First(); valid; valid = it.Next() {
 		seq++
 		if got := int64(u64(it.Key()[1:])); got != seq {
@@ -80,8 +81,10 @@ func (l *Log) buildTree(from, to int64, progress RebuildProgress) error {
 		if err != nil {
 			return err
 		}
-		for i := range hashes {
-			b.Set(treeKey(first+int64(i)), hashes[i][:], nil)
+		chunk = append(chunk, &pending{treeFirst: first, tree: hashes})
+		if len(chunk) == treeChunkRecords || seq == to || seq%treeBuildBatch == 0 {
+			writeTree(b, chunk)
+			chunk = chunk[:0]
 		}
 		if seq%treeBuildBatch == 0 || seq == to {
 			b.Set(metaTreeSizeKey, appendU64(nil, uint64(seq)), nil)
