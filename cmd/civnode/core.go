@@ -50,28 +50,27 @@ type logHooks struct {
 }
 
 // treeBuildProgress logs the one-time build of the Merkle tree (a data dir
-// from before it; eventlog/treebuild.go) about every 5 % of the way, and
-// passes the progress on to also, if set.
+// from before it; eventlog/treebuild.go) as progressLogger does, and passes
+// the progress on to also, if set.
 func treeBuildProgress(logger *slog.Logger, also eventlog.RebuildProgress) eventlog.RebuildProgress {
-	var step, next uint64
+	logged := progressLogger(logger, "building the merkle tree over the chain")
 	return func(done, total uint64) {
-		if step == 0 {
-			step = max(total/20, 1)
-			next = done
-		}
-		if done >= next || done == total {
-			logger.Info("building the merkle tree over the chain", "seq", done, "tip_seq", total)
-			next = done + step
-		}
+		logged(done, total)
 		if also != nil {
 			also(done, total)
 		}
 	}
 }
 
-// rebuildLogger logs a catch-up or rebuild of the read models about every 5 %
-// of the way, so an operator watching a long start sees it move.
+// rebuildLogger logs a catch-up or rebuild of the read models as
+// progressLogger does.
 func rebuildLogger(logger *slog.Logger) eventlog.RebuildProgress {
+	return progressLogger(logger, "folding the chain into the read models")
+}
+
+// progressLogger logs msg with the seq reached about every 5 % of the way, so
+// an operator watching a long start sees it move.
+func progressLogger(logger *slog.Logger, msg string) eventlog.RebuildProgress {
 	var step, next uint64
 	return func(done, total uint64) {
 		if step == 0 {
@@ -79,7 +78,7 @@ func rebuildLogger(logger *slog.Logger) eventlog.RebuildProgress {
 			next = done
 		}
 		if done >= next || done == total {
-			logger.Info("folding the chain into the read models", "seq", done, "tip_seq", total)
+			logger.Info(msg, "seq", done, "tip_seq", total)
 			next = done + step
 		}
 	}
