@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -178,6 +179,8 @@ func TestTreeBounds(t *testing.T) {
 		"tile 0/0.p/11":      second(l.TileData(tlog.Tile{H: 8, L: 0, N: 0, W: 11})),
 		"tile 0/1.p/1":       second(l.TileData(tlog.Tile{H: 8, L: 0, N: 1, W: 1})),
 		"tile 1/0.p/1":       second(l.TileData(tlog.Tile{H: 8, L: 1, N: 0, W: 1})),
+		"tile 0/huge":        second(l.TileData(tlog.Tile{H: 8, L: 0, N: 1 << 60, W: 256})),
+		"tile 0/max":         second(l.TileData(tlog.Tile{H: 8, L: 0, N: math.MaxInt64, W: 256})),
 	} {
 		if !errors.Is(err, ErrBeyondTree) {
 			t.Errorf("%s: %v, want ErrBeyondTree", name, err)

@@ -105,8 +105,12 @@ func (l *Log) TileData(t tlog.Tile) ([]byte, error) {
 	// The tile's last hash is node (L*H, N*2^H + W - 1), which exists once
 	// the tree has that many complete nodes at that level.
 	level := t.L * t.H
+	if level >= 63 || t.N > (l.TreeSize()>>level)>>t.H {
+		// Also keeps N<<H below from overflowing for an absurd N.
+		return nil, fmt.Errorf("%w: tile %s", ErrBeyondTree, t.Path())
+	}
 	last := t.N<<t.H + int64(t.W) - 1
-	if level >= 63 || last > (l.TreeSize()>>level)-1 {
+	if last > (l.TreeSize()>>level)-1 {
 		return nil, fmt.Errorf("%w: tile %s", ErrBeyondTree, t.Path())
 	}
 	data, err := tlog.ReadTileData(t, l.treeReader())

@@ -200,7 +200,8 @@ func TestTransparencyTiles(t *testing.T) {
 	if r := n.get("/v1/transparency/tile/1/000.p/1"); r.status != 200 || len(r.body) != 32 {
 		t.Fatalf("level-1 tile: %d, %d bytes", r.status, len(r.body))
 	}
-	for _, path := range []string{"0/001", "0/001.p/45", "0/002.p/1", "1/000.p/2", "0/x001/000"} {
+	for _, path := range []string{"0/001", "0/001.p/45", "0/002.p/1", "1/000.p/2", "0/x001/000",
+		"0/x999/x999/x999/x999/x999/999", "5/000.p/1"} {
 		r := n.get("/v1/transparency/tile/" + path)
 		r.wantError(t, http.StatusNotFound, "tile_not_found", "")
 		if !strings.Contains(string(r.body), "300 events") {
