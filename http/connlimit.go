@@ -153,7 +153,10 @@ func refusalResponse() []byte {
 		b = []byte(`{"error":"too many connections","code":"too_many_connections"}` + "\n")
 	}
 	var out bytes.Buffer
-	out.WriteString("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\n" +
+	// The default headers of every answer (secheaders.go), which this one,
+	// written before any request is read, does not pass through.
+	out.WriteString("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Security-Policy: " + defaultCSP +
+		"\r\nX-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\n" +
 		"Cache-Control: no-store\r\nRetry-After: " + retryAfter(errTooManyConnections.RetryAfter) +
 		"\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(len(b)) + "\r\n\r\n")
 	out.Write(b)

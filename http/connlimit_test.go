@@ -68,6 +68,7 @@ func wantRefusedConn(t *testing.T, c net.Conn) {
 	resp, body := rawGet(t, c, br, "/v1/health")
 	r := response{status: resp.StatusCode, header: resp.Header, body: body}
 	r.wantError(t, http.StatusServiceUnavailable, "too_many_connections", "")
+	wantDefaultHeaders(t, "the connection cap's 503", resp.Header)
 	if got := resp.Header.Get("Retry-After"); got != "1" {
 		t.Errorf("Retry-After = %q, want 1", got)
 	}

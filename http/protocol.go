@@ -97,7 +97,10 @@ func rewriteGoError(p []byte) (out []byte, ok bool) {
 	var b bytes.Buffer
 	b.WriteString("HTTP/1.1 ")
 	b.Write(statusLine)
-	b.WriteString("\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\nConnection: close\r\nContent-Length: ")
+	// The default headers of every answer (secheaders.go), which this one,
+	// written before any handler, does not pass through.
+	b.WriteString("\r\nContent-Type: application/json\r\nContent-Security-Policy: " + defaultCSP +
+		"\r\nX-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\nCache-Control: no-store\r\nConnection: close\r\nContent-Length: ")
 	b.WriteString(strconv.Itoa(len(body)))
 	b.WriteString("\r\n\r\n")
 	b.Write(body)

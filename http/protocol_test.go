@@ -184,6 +184,7 @@ func TestServerOwnErrorsAreJSON(t *testing.T) {
 				t.Fatal(err)
 			}
 			response{status: resp.StatusCode, header: resp.Header, body: b}.wantError(t, c.status, c.code, "")
+			wantDefaultHeaders(t, c.name, resp.Header)
 		})
 	}
 	// Ordinary answers pass through the same conns untouched.
