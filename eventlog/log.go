@@ -106,7 +106,8 @@ type Log struct {
 
 	torn *TornTail // what Open recovered from; nil for a clean end
 
-	treeCache treeCache // the newest tree head and checkpoint (treecheckpoint.go)
+	treeCache treeCache      // the newest tree head and checkpoint (treecheckpoint.go)
+	signer    nodeNoteSigner // signs the checkpoints (treecheckpoint.go)
 }
 
 // Open opens or creates the log. On a new database it writes the genesis event. On
@@ -159,6 +160,11 @@ func Open(opts Options) (*Log, error) {
 		stopped: make(chan struct{}),
 		damaged: map[string]bool{},
 	}
+	signer, err := newNoteSigner(l.did, opts.Key)
+	if err != nil {
+		return nil, err
+	}
+	l.signer = signer
 	// Before Pebble replays the newest write-ahead log, which it would cut at a
 	// torn tail or at damage alike, without a word (torn.go).
 	fs := popts.FS

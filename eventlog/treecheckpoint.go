@@ -32,13 +32,21 @@ func (l *Log) Origin() string { return "civnode/" + l.did }
 
 // VerifierKey is the node's note verifier key,
 // <name>+<8 hex key hash>+<base64(0x01 ‖ public key)>, for note.NewVerifier.
-func (l *Log) VerifierKey() string {
-	vkey, err := note.NewEd25519VerifierKey(l.Origin(), l.pub)
+func (l *Log) VerifierKey() string { return l.signer.vkey }
+
+// newNoteSigner makes the signer of the checkpoints of the node with key,
+// once, at Open: the verifier key and its hash depend on the key alone.
+func newNoteSigner(did string, key ed25519.PrivateKey) (nodeNoteSigner, error) {
+	name := "civnode/" + did
+	vkey, err := note.NewEd25519VerifierKey(name, key.Public().(ed25519.PublicKey))
 	if err != nil {
-		// The name is civnode/did:key:z…, which is always a valid note name.
-		panic(fmt.Sprintf("eventlog: note verifier key for %q: %v", l.Origin(), err))
+		return nodeNoteSigner{}, fmt.Errorf("note verifier key for %q: %w", name, err)
 	}
-	return vkey
+	v, err := note.NewVerifier(vkey)
+	if err != nil {
+		return nodeNoteSigner{}, fmt.Errorf("note verifier for %q: %w", name, err)
+	}
+	return nodeNoteSigner{name: name, hash: v.KeyHash(), key: key, vkey: vkey}, nil
 }
 
 // TreeCheckpoint is the signed checkpoint of the tree at the durable tip.
@@ -79,7 +87,7 @@ func CheckpointText(origin string, head TreeHead) string {
 }
 
 func (l *Log) signCheckpoint(head TreeHead) ([]byte, error) {
-	signed, err := note.Sign(&note.Note{Text: CheckpointText(l.Origin(), head)}, l.noteSigner())
+	signed, err := note.Sign(&note.Note{Text: CheckpointText(l.Origin(), head)}, l.signer)
 	if err != nil {
 		return nil, fmt.Errorf("sign the checkpoint of size %d: %w", head.Size, err)
 	}
@@ -101,19 +109,12 @@ func (l *Log) cacheTreeHead(head TreeHead, signed []byte) {
 	}
 }
 
-// noteSigner signs notes with the node key under the origin's name.
-func (l *Log) noteSigner() note.Signer {
-	v, err := note.NewVerifier(l.VerifierKey())
-	if err != nil {
-		panic(fmt.Sprintf("eventlog: note verifier: %v", err))
-	}
-	return nodeNoteSigner{name: l.Origin(), hash: v.KeyHash(), key: l.key}
-}
-
+// nodeNoteSigner signs notes with the node key under the origin's name.
 type nodeNoteSigner struct {
 	name string
 	hash uint32
 	key  ed25519.PrivateKey
+	vkey string // the verifier key, served to observers
 }
 
 func (s nodeNoteSigner) Name() string                    { return s.name }
