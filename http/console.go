@@ -53,17 +53,10 @@ type consoleFile struct {
 }
 
 // consoleFiles are the console's files by name ("index.html"), read once.
-var consoleFiles = mustLoadConsole(consoleFS)
-
-// mustLoadConsole reads the embedded files. A file without a known type is a
-// mistake of the build, not a runtime condition, and every test catches it.
-func mustLoadConsole(fsys fs.FS) map[string]consoleFile {
-	files, err := loadConsole(fsys)
-	if err != nil {
-		panic(err)
-	}
-	return files
-}
+// consoleLoadErr is why they could not be: a file without a known type is a
+// mistake of the build, which every console test catches; a node built so
+// serves everything but the console and logs why (consoleRoutes).
+var consoleFiles, consoleLoadErr = loadConsole(consoleFS)
 
 func loadConsole(fsys fs.FS) (map[string]consoleFile, error) {
 	entries, err := fs.ReadDir(fsys, "console")
@@ -97,6 +90,10 @@ func loadConsole(fsys fs.FS) (map[string]consoleFile, error) {
 // files, without a token, and GET /v1/console, which an operator types, as a
 // redirect to it (the router adds no trailing slashes by itself).
 func (s *Server) consoleRoutes() {
+	if consoleLoadErr != nil {
+		s.logger.Error("the supervision console is not served", "err", consoleLoadErr)
+		return
+	}
 	s.handle(http.MethodGet, "/v1/console", s.handleConsoleRedirect, routePublic)
 	s.handle(http.MethodGet, "/v1/console/*file", s.handleConsole, routePublic)
 }
