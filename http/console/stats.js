@@ -52,6 +52,27 @@ class Live {
   }
 }
 
+// Folded is a Live model built by folding every event of one type filter from
+// the log (paged, so complete says whether it saw them all), then the live ones.
+class Folded extends Live {
+  constructor(type) {
+    super();
+    this.type = type;
+    this.complete = true;
+  }
+
+  async load(api) {
+    const { events, complete } = await api.events({ type: this.type });
+    this.complete = complete;
+    let through = 0;
+    for (const ev of events) {
+      this.take(ev);
+      through = ev.seq;
+    }
+    this.settle(through);
+  }
+}
+
 // EventRate counts events per minute over the last hour. It asks the log, for
 // each minute's start, for the first event after it (since=…&limit=1): seqs
 // have no gaps and times strictly increase, so the events of a minute are the
@@ -101,24 +122,12 @@ const NEXT_STATE = {
 
 // MissionStates folds the mission events into the number of missions in each
 // state after every event.
-export class MissionStates extends Live {
+export class MissionStates extends Folded {
   constructor() {
-    super();
+    super("mission.*");
     this.state = new Map();
     this.counts = { created: 0, claimed: 0, completed: 0, settled: 0 };
     this.points = [];
-    this.complete = true;
-  }
-
-  async load(api) {
-    const { events, complete } = await api.events({ type: "mission.*" });
-    this.complete = complete;
-    let through = 0;
-    for (const ev of events) {
-      this.take(ev);
-      through = ev.seq;
-    }
-    this.settle(through);
   }
 
   take(ev) {
@@ -155,22 +164,10 @@ export class MissionStates extends Live {
 
 // SubnetCredits sums what the settlements paid, per subnet: to the completing
 // agents and to the subnet's treasury (payment.settled of a mission).
-export class SubnetCredits extends Live {
+export class SubnetCredits extends Folded {
   constructor() {
-    super();
+    super("payment.settled");
     this.bySubnet = new Map();
-    this.complete = true;
-  }
-
-  async load(api) {
-    const { events, complete } = await api.events({ type: "payment.settled" });
-    this.complete = complete;
-    let through = 0;
-    for (const ev of events) {
-      this.take(ev);
-      through = ev.seq;
-    }
-    this.settle(through);
   }
 
   take(ev) {
