@@ -197,7 +197,8 @@ func (l *Log) checkTreeRoot(grown *treeFrontier) error {
 	if !ok {
 		return nil
 	}
-	got, err := l.TreeRoot(grown.size)
+	// From the store, not the cached head: this is the check of what is stored.
+	got, err := tlog.TreeHash(grown.size, l.treeReader())
 	if err != nil {
 		return fmt.Errorf("%w: read the merkle tree: %w", ErrCorrupt, err)
 	}

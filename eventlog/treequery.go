@@ -23,15 +23,14 @@ func (l *Log) TreeSize() int64 { return int64(l.Tip().Seq) }
 // a tree of n events costs about log2(n) stored hashes to hash.
 func (l *Log) TreeHead() (TreeHead, error) {
 	size := l.TreeSize()
-	if c := l.treeCache.Load(); c != nil && c.head.Size == size {
-		return c.head, nil
-	}
 	root, err := l.TreeRoot(size)
 	if err != nil {
 		return TreeHead{}, err
 	}
 	head := TreeHead{Size: size, Root: root}
-	l.cacheTreeHead(head, nil)
+	if c := l.treeCache.Load(); c == nil || c.head != head {
+		l.cacheTreeHead(head, nil)
+	}
 	return head, nil
 }
 
@@ -43,6 +42,10 @@ func (l *Log) TreeRoot(size int64) (tlog.Hash, error) {
 	}
 	if size == 0 {
 		return tlog.Hash{}, fmt.Errorf("%w: a tree of 0 events has no root here", ErrBeyondTree)
+	}
+	// Most proofs are asked in the current tree, whose root is cached.
+	if c := l.treeCache.Load(); c != nil && c.head.Size == size {
+		return c.head.Root, nil
 	}
 	h, err := tlog.TreeHash(size, l.treeReader())
 	if err != nil {
