@@ -82,6 +82,14 @@ type streamHub struct {
 	// ctx is canceled by shutdown; every client's context derives from it.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// writeCtx bounds the clients' writes and pings, and is canceled
+	// streamShutdownWriteGrace after shutdown, so a client stuck in a write
+	// does not hold the shutdown up. It is not ctx: websocket hard-closes a
+	// connection whose write context ends, and a cancel that lands just as a
+	// write completes (before the library disarms its watch) would close the
+	// connection under the 1001 that shutdown is about to send.
+	writeCtx    context.Context
+	writeCancel context.CancelFunc
 
 	// perToken caps the clients of one token (0: no cap); open counts them.
 	perToken int
@@ -102,12 +110,13 @@ type streamHub struct {
 
 func newStreamHub(st *stream.Server, perToken int, logger *slog.Logger) *streamHub {
 	ctx, cancel := context.WithCancel(context.Background())
+	writeCtx, writeCancel := context.WithCancel(context.Background())
 	return &streamHub{
 		stream: st, logger: logger, perToken: perToken, open: make(map[string]int),
 		buffer: streamBuffer, writeTimeout: streamWriteTimeout,
 		pingInterval: streamPingInterval, pongTimeout: streamPongTimeout,
 		replayEvents: streamReplayEvents, replayBytes: streamReplayBytes,
-		ctx: ctx, cancel: cancel,
+		ctx: ctx, cancel: cancel, writeCtx: writeCtx, writeCancel: writeCancel,
 	}
 }
 
@@ -142,7 +151,12 @@ func (h *streamHub) shutdown() {
 	h.closing = true
 	h.mu.Unlock()
 	h.cancel()
+	time.AfterFunc(streamShutdownWriteGrace, h.writeCancel)
 }
+
+// streamShutdownWriteGrace is how long a write in progress at shutdown may
+// still run before its connection is closed under it.
+const streamShutdownWriteGrace = time.Second
 
 // wait returns once every admitted client has ended.
 func (h *streamHub) wait() { h.clients.Wait() }
@@ -378,7 +392,10 @@ func (c *streamClient) keepalive(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		pctx, cancel := context.WithTimeout(ctx, c.hub.pongTimeout)
+		if ctx.Err() != nil {
+			return
+		}
+		pctx, cancel := context.WithTimeout(c.hub.writeCtx, c.hub.pongTimeout)
 		err := c.conn.Ping(pctx)
 		cancel()
 		if err != nil {
@@ -413,6 +430,9 @@ func (c *streamClient) serve(ctx context.Context) (websocket.StatusCode, string)
 			}
 			if m.Seq <= c.floor {
 				continue
+			}
+			if ctx.Err() != nil { // no new write once the client is to be closed
+				return c.ended(ctx, ctx.Err())
 			}
 			if err := c.write(ctx, m.Raw); err != nil {
 				return c.ended(ctx, err)
@@ -516,7 +536,10 @@ func (c *streamClient) write(ctx context.Context, raw []byte) error {
 // of time leaves the connection closed (websocket closes it), and reports
 // errWriteTimeout.
 func (c *streamClient) writeMessage(ctx context.Context, msg []byte) error {
-	wctx, cancel := context.WithTimeout(ctx, c.hub.writeTimeout)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(c.hub.writeCtx, c.hub.writeTimeout)
 	defer cancel()
 	err := c.conn.Write(wctx, websocket.MessageText, msg)
 	// The write's own deadline, not the outer context: the close that the
