@@ -94,15 +94,22 @@ func newKeyedLimiters(limit rate.Limit, burst, maxKeys int) *keyedLimiters {
 // nothing and returns how long until a token is there; first is set on the
 // first refusal since the bucket was last full.
 func (k *keyedLimiters) take(key string) (wait time.Duration, first bool) {
+	return k.takeN(key, 1)
+}
+
+// takeN spends n tokens of key's bucket at once (the further messages of a
+// JSON-RPC batch), or, when it holds fewer, none, and returns how long until
+// it holds n; first is as for take.
+func (k *keyedLimiters) takeN(key string, n int) (wait time.Duration, first bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	now := k.now()
 	e := k.entry(key, now)
-	if wait = k.waitLocked(e, now); wait > 0 {
+	if wait = k.waitLocked(e, now, n); wait > 0 {
 		first, e.over = !e.over, true
 		return wait, first
 	}
-	e.lim.AllowN(now, 1)
+	e.lim.AllowN(now, n)
 	return 0, false
 }
 
@@ -114,7 +121,7 @@ func (k *keyedLimiters) spend(key string) (first bool) {
 	now := k.now()
 	e := k.entry(key, now)
 	e.lim.AllowN(now, 1)
-	if k.waitLocked(e, now) > 0 && !e.over {
+	if k.waitLocked(e, now, 1) > 0 && !e.over {
 		e.over = true
 		return true
 	}
@@ -133,20 +140,20 @@ func (k *keyedLimiters) wait(key string) time.Duration {
 	if !ok {
 		return 0
 	}
-	return k.waitLocked(el.Value.(*limiterEntry), k.now())
+	return k.waitLocked(el.Value.(*limiterEntry), k.now(), 1)
 }
 
-// waitLocked is how long until e has a whole token. A bucket that has filled
-// up again ends e's episode of refusals.
-func (k *keyedLimiters) waitLocked(e *limiterEntry, now time.Time) time.Duration {
+// waitLocked is how long until e has n whole tokens. A bucket that has
+// filled up again ends e's episode of refusals.
+func (k *keyedLimiters) waitLocked(e *limiterEntry, now time.Time, n int) time.Duration {
 	tokens := e.lim.TokensAt(now)
 	if tokens >= float64(k.burst) {
 		e.over = false
 	}
-	if tokens >= 1 {
+	if tokens >= float64(n) {
 		return 0
 	}
-	return seconds((1 - tokens) / float64(k.limit))
+	return seconds((float64(n) - tokens) / float64(k.limit))
 }
 
 // maxWait bounds the durations computed from a limit, so that a limit of
