@@ -62,6 +62,9 @@ const (
 	// The MCP transport's own refusals (mcp.go).
 	codeForbidden            = "forbidden"
 	codeUnsupportedMediaType = "unsupported_media_type"
+	// The bounds of a JSON-RPC batch on POST /mcp (mcp_batch.go).
+	codeBatchTooLarge    = "batch_too_large"
+	codeBatchBudgetSpent = "batch_budget_spent"
 )
 
 // Codes of the answers net/http writes itself, rewritten to JSON (protocol.go).
@@ -104,6 +107,21 @@ func tileNotFound(path string, treeSize int64) *Error {
 func bodyTooLarge(limit int64) *Error {
 	return &Error{Status: http.StatusRequestEntityTooLarge, Code: codeBodyTooLarge,
 		Message: fmt.Sprintf("request body is larger than %d bytes", limit)}
+}
+
+// batchTooLarge is a JSON-RPC batch of n messages, more than bound, the most
+// the token may send in one (mcp_batch.go).
+func batchTooLarge(n, bound int) *Error {
+	return &Error{Status: http.StatusRequestEntityTooLarge, Code: codeBatchTooLarge,
+		Message: fmt.Sprintf("the batch holds %d messages; this token may send at most %d in one request", n, bound)}
+}
+
+// errBatchBudgetSpent is a request of a batch left unrun because the batch's
+// answers have reached its byte budget (mcp_batch.go). It is answered as a
+// JSON-RPC error, whose data is this body; the status is never sent.
+func errBatchBudgetSpent(budget int) *Error {
+	return &Error{Status: http.StatusRequestEntityTooLarge, Code: codeBatchBudgetSpent,
+		Message: fmt.Sprintf("the batch's answers have reached its budget of %d bytes; this request was not run: send it again in another request", budget)}
 }
 
 // rateLimited is a request over a rate limit, which may be sent again after

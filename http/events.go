@@ -67,7 +67,7 @@ func (s *Server) writeEvents(ctx context.Context, w io.Writer, qry eventlog.Quer
 	if _, err := w.Write(eventsOpen); err != nil {
 		return false, err
 	}
-	page := newListWriter(w, s.pageBytes, len(eventsOpen), eventsCloseMax)
+	page := newListWriter(w, s.pageBudget(ctx), len(eventsOpen), eventsCloseMax)
 	total, err := s.log.QueryRaw(ctx, qry, func(seq uint64, raw []byte) (bool, error) {
 		if s.eventsProgress != nil {
 			s.eventsProgress(ctx, seq)

@@ -58,12 +58,14 @@ func (s *Server) mcpRoutes() {
 			// stateless server has no stream to send it on.
 			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 		})
+	s.mcpLimits = make(map[string]time.Duration)
 	for _, t := range s.mcpTools() {
 		if t.err != nil {
 			s.logger.Error("mcp tool not offered", "tool", t.name, "err", t.err)
 			continue
 		}
 		srv.AddTool(t.tool, t.handler)
+		s.mcpLimits[t.tool.Name] = t.limit
 	}
 	transport := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
@@ -88,7 +90,9 @@ func (s *Server) handleMCP(w http.ResponseWriter, r *http.Request, _ httprouter.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.mcpCallLimit() + s.writeTimeout))
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	mw := &mcpResponseWriter{ResponseWriter: w}
-	s.mcp.ServeHTTP(mw, r)
+	if err := s.serveMCP(mw, r); err != nil {
+		return err
+	}
 	return mw.transportError(s.bodyLimit)
 }
 

@@ -46,6 +46,9 @@ import (
 type mcpTool struct {
 	tool    *mcp.Tool
 	handler mcp.ToolHandler
+	// limit is the longest one call may run (runTool's time-out at its
+	// longest), which a batch that calls the tool may run too.
+	limit time.Duration
 	// name and err are set instead when the tool could not be built.
 	name string
 	err  error
@@ -100,8 +103,8 @@ func (s *Server) mcpTools() []mcpTool {
 					property(sc, "state").Enum = []any{events.StateCreated, events.StateClaimed, events.StateCompleted, events.StateSettled}
 					limitSchema(property(sc, "limit"))
 				},
-				run: func(_ context.Context, _ commands.Actor, in listMissionsArgs) (toolAnswer, error) {
-					page, err := s.listMissions(in.query())
+				run: func(ctx context.Context, _ commands.Actor, in listMissionsArgs) (toolAnswer, error) {
+					page, err := s.listMissions(ctx, in.query())
 					if err != nil {
 						return toolAnswer{}, err
 					}
@@ -313,7 +316,14 @@ func newTool[In any](s *Server, spec toolSpec[In]) mcpTool {
 	}
 	tool := &mcp.Tool{Name: spec.name, Title: spec.title, Description: spec.description,
 		InputSchema: schema, Annotations: spec.annotations}
-	return mcpTool{tool: tool, handler: func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, _ error) {
+	limit := s.handlerTimeout
+	if spec.flags&routeRegistry != 0 {
+		limit = s.registryTimeout
+	}
+	if spec.wait != nil {
+		limit += maxInvokeWait
+	}
+	return mcpTool{tool: tool, limit: limit, handler: func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, _ error) {
 		defer func() {
 			if v := recover(); v != nil {
 				s.logger.LogAttrs(ctx, slog.LevelError, "tool panicked", slog.String("tool", spec.name),
@@ -355,6 +365,13 @@ func runTool[In any](ctx context.Context, s *Server, req *mcp.CallToolRequest, s
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// The SDK ends a call with its POST only for the newest protocol; for the
+	// others, the exchange does (a client gone, a batch's deadline).
+	ctx, unbind := exchangeOf(ctx).bind(ctx)
+	defer unbind()
+	if err := ctx.Err(); err != nil { // a batch past its deadline runs nothing more
+		return toolAnswer{}, err
+	}
 	if spec.flags&routeList != 0 { // withListSlot
 		select {
 		case s.listSlots <- struct{}{}:

@@ -51,7 +51,7 @@ type missionsResponse struct {
 }
 
 func (s *Server) handleListMissions(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	page, err := s.listMissions(r.URL.Query())
+	page, err := s.listMissions(r.Context(), r.URL.Query())
 	if err != nil {
 		return err
 	}
@@ -59,13 +59,13 @@ func (s *Server) handleListMissions(w http.ResponseWriter, r *http.Request, _ ht
 }
 
 // listMissions is the page of GET /v1/core/missions (and of the list_missions
-// tool) that the query q asks for.
-func (s *Server) listMissions(q url.Values) (missionsResponse, error) {
+// tool) that the query q asks for; ctx's page budget (pageBudget) bounds it.
+func (s *Server) listMissions(ctx context.Context, q url.Values) (missionsResponse, error) {
 	f, cursor, limit, err := s.missionListQuery(q)
 	if err != nil {
 		return missionsResponse{}, err
 	}
-	ms, next, err := s.missions.List(f, projections.Page{Cursor: cursor, Limit: limit, Bytes: s.pageBytes})
+	ms, next, err := s.missions.List(f, projections.Page{Cursor: cursor, Limit: limit, Bytes: s.pageBudget(ctx)})
 	if err != nil {
 		return missionsResponse{}, cursorError(err)
 	}

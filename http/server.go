@@ -152,9 +152,11 @@ type Server struct {
 	servicenet      *commands.Servicenet
 	payments        *commands.PaymentAccounts
 	mcp             http.Handler // POST /mcp (mcp.go)
-	metrics         *Metrics
-	metricsHandler  http.Handler // GET /v1/metrics (prometheus.go)
-	router          *httprouter.Router
+	// mcpLimits is the longest a call of each MCP tool may run (mcp_batch.go).
+	mcpLimits      map[string]time.Duration
+	metrics        *Metrics
+	metricsHandler http.Handler // GET /v1/metrics (prometheus.go)
+	router         *httprouter.Router
 	// routeTable lists every registered "METHOD /path", for tests that hold
 	// the API's surface (the oracle has no route).
 	routeTable []string
