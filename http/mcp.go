@@ -36,7 +36,10 @@ import (
 // The route is streaming (no buffered handler time-out), because an
 // invoke_servicenet_agent_sync call may wait for its task longer than any
 // route: each tool call bounds itself instead (mcp_tools.go), and the
-// response is written under a deadline that covers the longest call.
+// response is written under a deadline that covers the longest call. A
+// JSON-RPC batch (protocol 2025-03-26) never reaches the SDK as one: it is
+// bounded, charged to the rate limit per message, and run one message at a
+// time under one deadline and one byte budget (mcp_batch.go).
 
 // mcpServerVersion is what initialize reports as the server's version: the
 // version of the API whose routes the tools mirror.
