@@ -429,10 +429,11 @@ type process struct {
 	code   int
 }
 
-func startProcess(t *testing.T, dir string) *process {
+// startProcess runs civnode serve on dir, with flags added to its own.
+func startProcess(t *testing.T, dir string, flags ...string) *process {
 	t.Helper()
 	p := &process{stderr: &syncBuffer{}, waited: make(chan struct{})}
-	p.cmd = exec.Command(civnodeBin, "serve", "--data-dir", dir, "--addr", "127.0.0.1:0")
+	p.cmd = exec.Command(civnodeBin, append([]string{"serve", "--data-dir", dir, "--addr", "127.0.0.1:0"}, flags...)...)
 	p.cmd.Stderr = p.stderr
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
