@@ -269,3 +269,27 @@ func TestPortMaxPendingBelowPayload(t *testing.T) {
 		t.Fatalf("Start with a 1 MiB queue: %v", err)
 	}
 }
+
+// A port client that sends a message larger than portMaxPayload (1 KiB) is
+// closed with a payload violation.
+func TestPortMaxPayload(t *testing.T) {
+	n := newNode(t, stream.Options{Listen: "127.0.0.1:0"})
+	closed := make(chan struct{})
+	nc, err := nats.Connect("nats://"+n.st.Status().NATS.Listen, nats.NoReconnect(),
+		nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if err := nc.Publish("civnode.x", make([]byte, 2<<10)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a 2 KiB message from a port client did not close its connection")
+	}
+	if err := nc.LastError(); err == nil || !strings.Contains(strings.ToLower(err.Error()), "payload") {
+		t.Fatalf("closed with %v, want a payload violation", err)
+	}
+}
