@@ -52,4 +52,17 @@
 // subscribers. The server cannot call back when a leaf link goes up or down, so
 // the package polls its leaf connections (Options.LeafPoll, default every
 // second) and reports each change to Options.OnPeer.
+//
+// # Accounts and the port's limits
+//
+// The node's in-process connections live in a NATS account of their own that
+// exports civnode.<node>.> one way to two others: the global account, which
+// holds only the leaf link, and the port's account, which holds every client
+// of Options.Listen. Nothing a hub sends over the link or a port client sends
+// reaches the node's subscribers or the port's clients. The port is a
+// read-only feed of this node: its clients may subscribe under civnode.<node>.>
+// and publish nothing; the server has no $SYS account. Options.MaxConns,
+// MaxSubs and MaxPending bound the port's clients (DefaultMaxConns,
+// DefaultMaxSubs, DefaultMaxPending); the leaf link's subscriptions, which
+// are the hub's interest, are not capped.
 package stream

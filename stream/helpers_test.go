@@ -86,3 +86,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// eventlogDraft is a draft of type typ whose payload carries pad.
+func eventlogDraft(typ, pad string) eventlog.Draft {
+	return eventlog.Draft{Type: typ, Payload: map[string]any{"pad": pad}}
+}

@@ -38,12 +38,44 @@ type Options struct {
 	// Logger receives the package's messages and the NATS server's warnings and
 	// errors (its notices at debug level); default slog.Default().
 	Logger *slog.Logger
+
+	// MaxConns caps the clients of the Listen port at once; one more is
+	// refused as it connects. 0: DefaultMaxConns; negative: NATS's own cap
+	// (64K). The node's in-process connections and the leaf link are apart.
+	MaxConns int
+	// MaxSubs caps the subscriptions of one Listen port client; one more is
+	// refused. 0: DefaultMaxSubs; negative: none. The leaf link, which carries
+	// a hub's interest, is not capped.
+	MaxSubs int
+	// MaxPending is the bytes NATS queues for one client connection before it
+	// cuts the client off as a slow consumer. 0: DefaultMaxPending; at least
+	// the largest message (8 MiB). It applies to every client connection, the
+	// node's in-process ones too, which are read as fast as NATS writes.
+	MaxPending int64
 }
 
-// maxPayload bounds one NATS message. An event is at most the HTTP body limit
+// The Listen port's limits by default. An observer subscribes to a few of
+// the node's subjects; a few dozen observers is a lot for one node's own
+// port, since observers at scale follow the node at a hub (--nats-leaf).
+const (
+	DefaultMaxConns   = 128
+	DefaultMaxSubs    = 64
+	DefaultMaxPending = 16 << 20
+)
+
+// MaxPayload bounds one NATS message. An event is at most the HTTP body limit
 // (1 MiB) plus its envelope, above NATS's default of 1 MiB, so the bound is
 // raised; a leaf hub applies its own max_payload to what it forwards.
-const maxPayload = 8 << 20
+const MaxPayload = 8 << 20
+
+// portMaxPayload bounds what one Listen port client may send in one message.
+// It may publish nothing; the bound makes NATS refuse a large message at its
+// first line instead of reading it before the permission check.
+const portMaxPayload = 1 << 10
+
+// inProcessConns counts the node's own client connections (pub and sub),
+// which the server-wide connection cap must leave room for.
+const inProcessConns = 2
 
 // readyTimeout bounds the wait for the embedded server to start.
 const readyTimeout = 10 * time.Second
@@ -97,17 +129,25 @@ func Start(opts Options) (*Server, error) {
 	if poll <= 0 {
 		poll = time.Second
 	}
-	so := &server.Options{
-		ServerName: opts.NodeDID,
-		// The node owns the process's signals; NATS must not install handlers.
-		NoSigs:     true,
-		DontListen: true,
-		MaxPayload: maxPayload,
-	}
-	password, err := natsUsers(so)
+	lim, err := opts.limits()
 	if err != nil {
 		return nil, err
 	}
+	so := &server.Options{}
+	password, err := natsAccounts(so, opts.NodeDID, lim)
+	if err != nil {
+		return nil, err
+	}
+	so.ServerName = opts.NodeDID
+	// The node owns the process's signals; NATS must not install handlers.
+	so.NoSigs = true
+	so.DontListen = true
+	so.MaxPayload = MaxPayload
+	so.MaxPending = lim.pending
+	so.MaxConn = lim.conns
+	// No $SYS: nothing here needs it (the leaf link and the status work
+	// without), and a port client could otherwise ask it about connections.
+	so.NoSystemAccount = true
 	if opts.Listen != "" {
 		host, port, err := splitListen(opts.Listen)
 		if err != nil {
@@ -129,6 +169,11 @@ func Start(opts Options) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
+		// No DenyImports of the node's subjects: NATS applies a leaf remote's
+		// deny_imports to what it delivers to the hub's wildcard interest
+		// too, which would cut the node's feed at the hub. What the hub sends
+		// under them lands in the global account, where nothing but the link
+		// listens (natsAccounts).
 		so.LeafNode.Remotes = []*server.RemoteLeafOpts{{URLs: []*url.URL{u}}}
 		s.leafRemote = u.Host
 	}
@@ -210,52 +255,114 @@ const (
 )
 
 // nodeUser is the user of the node's in-process connections, and
-// nodeAccount their NATS account.
+// nodeAccount their NATS account; portUser is every client of the Listen
+// port, in portAccount. The leaf link lives in NATS's global account.
 const (
 	nodeUser    = "civnode"
 	nodeAccount = "CIVNODE"
+	portUser    = "observer"
+	portAccount = "OBSERVERS"
 )
 
-// natsUsers keeps the node's subjects the node's. Its in-process connections
-// log in as nodeUser, with a password made for this run that only this process
-// knows, into an account of their own, which exports the node's subjects to
-// the global account where every other client lives: a --nats-listen client
-// (the no-auth user) and the leaf link to a hub. An export flows one way, so
-// nothing published in the global account, by a client or by the hub, ever
-// reaches the node's own subscribers. The no-auth user may subscribe to
-// anything and publish nothing under civnode.>, so that it cannot pass for
-// this node or another on a hub either.
-func natsUsers(so *server.Options) (string, error) {
+// limits are Options' limits as NATS takes them.
+type limits struct {
+	conns   int   // server-wide MaxConn: port clients plus inProcessConns; 0: NATS's default
+	subs    int   // per port client; -1: none
+	pending int64 // per client connection
+}
+
+func (o Options) limits() (limits, error) {
+	l := limits{conns: DefaultMaxConns, subs: DefaultMaxSubs, pending: DefaultMaxPending}
+	switch {
+	case o.MaxConns > 0:
+		l.conns = o.MaxConns
+	case o.MaxConns < 0:
+		l.conns = 0
+	}
+	if l.conns > 0 {
+		l.conns += inProcessConns
+	}
+	switch {
+	case o.MaxSubs > 0:
+		l.subs = o.MaxSubs
+	case o.MaxSubs < 0:
+		l.subs = -1
+	}
+	if o.MaxPending != 0 {
+		l.pending = o.MaxPending
+	}
+	if l.pending < MaxPayload {
+		return l, fmt.Errorf("start nats: max pending %d bytes is below the largest message, %d bytes", l.pending, MaxPayload)
+	}
+	return l, nil
+}
+
+// nodeSubjects is every subject of the node: civnode.<did>.>.
+func nodeSubjects(did string) string {
+	return "civnode." + did + ".>"
+}
+
+// natsAccounts keeps the node's subjects the node's, in three NATS accounts.
+// The node's in-process connections log in as nodeUser, with a password made
+// for this run that only this process knows, into nodeAccount, which exports
+// civnode.<did>.> to the global account, where the leaf link to a hub lives,
+// and to portAccount, where every client of the Listen port lives (the
+// no-auth user). An export flows one way, and the two importing accounts
+// share nothing, so what a hub sends over the link reaches neither the node's
+// own subscribers nor the port's clients, and the port's clients reach
+// neither the hub nor each other.
+//
+// The port is a read-only feed of this node: its clients may subscribe under
+// civnode.<did>.> only and publish nothing (so they cannot ask $SYS about
+// connections either, and there is no $SYS). Its account caps each client's
+// subscriptions (limits.subs) and what one message of theirs may weigh.
+func natsAccounts(so *server.Options, did string, lim limits) (string, error) {
+	// NATS sets an account's limits without a JWT only from its configuration.
+	if err := so.ProcessConfigString(fmt.Sprintf("accounts { %s { limits { max_subscriptions: %d, max_payload: %d } } }",
+		portAccount, lim.subs, portMaxPayload)); err != nil {
+		return "", fmt.Errorf("start nats: port account: %w", err)
+	}
+	if len(so.Accounts) != 1 || so.Accounts[0].Name != portAccount {
+		return "", errors.New("start nats: port account: not configured")
+	}
+	port := so.Accounts[0]
 	var b [24]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("start nats: password: %w", err)
 	}
 	password := hex.EncodeToString(b[:])
-	acc := server.NewAccount(nodeAccount)
-	so.Accounts = []*server.Account{acc}
+	node := server.NewAccount(nodeAccount)
+	so.Accounts = append(so.Accounts, node)
 	so.Users = []*server.User{
-		{Username: nodeUser, Password: password, Account: acc},
-		{Username: "observer", Permissions: &server.Permissions{
-			Publish: &server.SubjectPermission{Deny: []string{"civnode.>"}},
+		{Username: nodeUser, Password: password, Account: node},
+		{Username: portUser, Account: port, Permissions: &server.Permissions{
+			Publish:   &server.SubjectPermission{Deny: []string{">"}},
+			Subscribe: &server.SubjectPermission{Allow: []string{nodeSubjects(did)}},
 		}},
 	}
-	so.NoAuthUser = "observer"
+	so.NoAuthUser = portUser
 	return password, nil
 }
 
 // exportNodeSubjects makes the node account's subjects visible in the global
-// account (see natsUsers).
+// account and the port's (see natsAccounts).
 func exportNodeSubjects(ns *server.Server, did string) error {
-	acc, err := ns.LookupAccount(nodeAccount)
+	node, err := ns.LookupAccount(nodeAccount)
 	if err != nil {
 		return fmt.Errorf("start nats: %w", err)
 	}
-	subjects := "civnode." + did + ".>"
-	if err := acc.AddStreamExport(subjects, nil); err != nil {
+	port, err := ns.LookupAccount(portAccount)
+	if err != nil {
+		return fmt.Errorf("start nats: %w", err)
+	}
+	subjects := nodeSubjects(did)
+	if err := node.AddStreamExport(subjects, nil); err != nil {
 		return fmt.Errorf("start nats: export subjects: %w", err)
 	}
-	if err := ns.GlobalAccount().AddStreamImport(acc, subjects, ""); err != nil {
-		return fmt.Errorf("start nats: import subjects: %w", err)
+	for _, acc := range []*server.Account{ns.GlobalAccount(), port} {
+		if err := acc.AddStreamImport(node, subjects, ""); err != nil {
+			return fmt.Errorf("start nats: import subjects into %s: %w", acc.Name, err)
+		}
 	}
 	return nil
 }

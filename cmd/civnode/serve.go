@@ -36,6 +36,11 @@ type serveConfig struct {
 	natsListen string
 	// natsLeaf joins a NATS server or cluster as a leaf node; "" none.
 	natsLeaf string
+	// natsMaxConns and natsMaxSubs cap the NATS port's clients and each
+	// one's subscriptions (0: no cap of the node's); natsMaxPending is the
+	// bytes queued for one NATS client before it is cut off.
+	natsMaxConns, natsMaxSubs int
+	natsMaxPending            int64
 	// registryURL is the agent registry the node proxies.
 	registryURL string
 }
@@ -63,7 +68,9 @@ Every committed event is published on the node's embedded NATS server, on
 civnode.<node DID>.events.<type>, which feeds GET /v1/stream; every sealed
 export is announced on civnode.<node DID>.exports (docs/streaming.md). The
 server opens no port unless --nats-listen asks for one; a client of that port
-may subscribe to anything and publish nothing under civnode.>. --nats-leaf
+may subscribe to the node's subjects, civnode.<node DID>.>, and publish
+nothing; --nats-max-conns, --nats-max-subs and --nats-max-pending bound its
+clients, apart from --max-conns. --nats-leaf
 joins an existing NATS server or cluster as a leaf node (the URL's leafnodes
 port, e.g. nats://hub:7422; credentials in the URL are used, never logged or
 recorded), so observers anywhere subscribe there to civnode.<node DID>.events.>.
@@ -100,6 +107,9 @@ at once and closed. Every limit is listed in docs/limits.md.`,
 	f.StringVar(&cfg.natsListen, "nats-listen", "", "open a NATS client port on `HOST:PORT` for observers (default: none, in-process only; port 0 picks a free port)")
 	f.StringVar(&cfg.registryURL, "registry-url", DefaultRegistryURL, "the agent registry the node proxies (`URL`); its credential is <data-dir>/registry.credential")
 	f.StringVar(&cfg.natsLeaf, "nats-leaf", "", "join the NATS server or cluster at `URL` (its leafnodes port, nats://host:7422) as a leaf node")
+	f.IntVar(&cfg.natsMaxConns, "nats-max-conns", stream.DefaultMaxConns, "clients of the --nats-listen port at once; one more is refused as it connects (0: NATS's own cap, 65,536)")
+	f.IntVar(&cfg.natsMaxSubs, "nats-max-subs", stream.DefaultMaxSubs, "subscriptions of one --nats-listen client; one more is refused (0: no cap)")
+	f.Int64Var(&cfg.natsMaxPending, "nats-max-pending", stream.DefaultMaxPending, "`BYTES` queued for one NATS client before it is cut off as a slow consumer; at least 8 MiB")
 	return cmd
 }
 
@@ -112,6 +122,12 @@ func (cfg serveConfig) check() error {
 		return usageErrorf("--rate-burst must be 0 or more (0: twice --rate-limit)")
 	case cfg.maxConns < 0:
 		return usageErrorf("--max-conns must be 0 or more (0: no cap)")
+	case cfg.natsMaxConns < 0:
+		return usageErrorf("--nats-max-conns must be 0 or more (0: NATS's own cap)")
+	case cfg.natsMaxSubs < 0:
+		return usageErrorf("--nats-max-subs must be 0 or more (0: no cap)")
+	case cfg.natsMaxPending < stream.MaxPayload:
+		return usageErrorf("--nats-max-pending must be at least %d bytes, the largest NATS message", stream.MaxPayload)
 	}
 	return nil
 }
@@ -131,6 +147,15 @@ func (cfg serveConfig) httpMaxConns() int {
 		return -1
 	}
 	return cfg.maxConns
+}
+
+// natsLimit is a --nats-max-* cap as stream.Options takes it, where 0 is the
+// default and a negative cap is none.
+func natsLimit(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // serve runs the node until ctx is done.
@@ -161,6 +186,7 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	st, err := stream.Start(stream.Options{
 		NodeDID: eventlog.DIDKey(key.Public().(ed25519.PublicKey)),
 		Listen:  cfg.natsListen, LeafURL: cfg.natsLeaf, OnPeer: peers.note, Logger: logger,
+		MaxConns: natsLimit(cfg.natsMaxConns), MaxSubs: natsLimit(cfg.natsMaxSubs), MaxPending: cfg.natsMaxPending,
 	})
 	if err != nil {
 		return err
