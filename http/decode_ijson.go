@@ -65,6 +65,17 @@ func checkIJSON(body []byte) error {
 	return nil
 }
 
+// CheckIJSON and DecodeIJSON are checkIJSON and decodeBody for the node's
+// other JSON channels, the oracle socket, so that one rule holds wherever a
+// client sends JSON. CheckIJSON reports why b is not exactly one I-JSON value;
+// DecodeIJSON also decodes it into dst, names matched exactly, unknown members
+// refused. Their errors are *Error (invalid_json, unknown_field or
+// invalid_field, the member at fault in Field).
+func CheckIJSON(b []byte) error { return checkIJSON(b) }
+
+// DecodeIJSON: see CheckIJSON.
+func DecodeIJSON(b []byte, dst any) error { return decodeBody(b, dst) }
+
 // checkers keeps the decoders of checkIJSON, whose state stacks would otherwise be
 // grown afresh for every body.
 var checkers = sync.Pool{New: func() any { return new(jsontext.Decoder) }}

@@ -155,6 +155,7 @@ type doctorRun struct {
 
 	dirExists  bool
 	key        ed25519.PrivateKey // nil when node.key cannot be read
+	keySkip    string             // why key is nil, for the checks it skips
 	credential string             // registry.credential, trimmed; "" when absent
 	inUse      bool               // another process holds the store: a running node
 }

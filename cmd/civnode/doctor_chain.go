@@ -46,7 +46,7 @@ func (d *doctorRun) checkStore(ctx context.Context) []doctorCheck {
 	case !d.dirExists:
 		return []doctorCheck{skipped(chain, "no data dir"), skipped(models, "no data dir")}
 	case d.key == nil:
-		return []doctorCheck{skipped(chain, "node.key cannot be read"), skipped(models, "node.key cannot be read")}
+		return []doctorCheck{skipped(chain, d.keySkip), skipped(models, d.keySkip)}
 	}
 	if fi, err := os.Stat(d.dir.dbPath()); err != nil || !fi.IsDir() {
 		return []doctorCheck{skipped(chain, "no event log"), skipped(models, "no event log")}

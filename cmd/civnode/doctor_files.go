@@ -83,6 +83,7 @@ func (d *doctorRun) checkNodeKey() doctorCheck {
 	path := d.dir.keyPath()
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
+		d.keySkip = "node.key is missing"
 		lost := d.dir.refuseLostKey()
 		switch {
 		case errors.Is(lost, errDataDirInUse):
@@ -95,14 +96,20 @@ func (d *doctorRun) checkNodeKey() doctorCheck {
 			"civnode serve --data-dir "+shellQuote(string(d.dir))+" creates it")
 	}
 	if err != nil {
+		d.keySkip = "node.key cannot be inspected"
 		return problem(c, statusFail, fmt.Sprintf("cannot inspect %s: %v", path, err), "")
 	}
+	// A key whose mode is too open is still read, as serve reads it (with a
+	// warning): the chain and the port are checked with it, and the line says
+	// what is wrong, the mode, not that the key cannot be read.
 	mode := secretModeProblem(c, path, fi)
-	if mode != nil && mode.Status == statusFail {
-		return *mode
-	}
 	key, err := loadNodeKey(path, d.quiet())
 	if err != nil {
+		d.keySkip = "node.key failed its check"
+		if mode != nil && mode.Status == statusFail {
+			return *mode
+		}
+		d.keySkip = "node.key cannot be read"
 		return problem(c, statusFail, err.Error(), "restore node.key from a backup; a new key cannot continue this node's chain")
 	}
 	d.key = key
@@ -271,13 +278,28 @@ func secretModeProblem(c doctorCheck, path string, fi fs.FileInfo) *doctorCheck 
 	var p doctorCheck
 	switch {
 	case perm&0o077 != 0:
-		p = problem(c, statusFail, fmt.Sprintf("%s has mode %04o: group or others have access to it", path, perm), "chmod 600 "+shellQuote(path))
+		p = problem(c, statusFail, fmt.Sprintf("%s has mode %04o: %s", path, perm, looseAccess(perm)), "chmod 600 "+shellQuote(path))
 	case perm != 0o600:
 		p = problem(c, statusWarn, fmt.Sprintf("%s has mode %04o, not 0600", path, perm), "chmod 600 "+shellQuote(path))
 	default:
 		return nil
 	}
 	return &p
+}
+
+// looseAccess says what group or others may do with a secret of mode perm,
+// which gives them some access.
+func looseAccess(perm fs.FileMode) string {
+	what := "accessible"
+	switch r, w := perm&0o044 != 0, perm&0o022 != 0; {
+	case r && w:
+		what = "readable and writable"
+	case r:
+		what = "readable"
+	case w:
+		what = "writable"
+	}
+	return "it is " + what + " by group or others; a secret must be yours alone (mode 0600)"
 }
 
 // ownerProblem is a failure for a file the current user does not own: the

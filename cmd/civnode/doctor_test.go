@@ -186,14 +186,18 @@ func TestDoctorFileModes(t *testing.T) {
 		check  string
 		status string
 		fix    string // the chmod, before the path
+		says   string // what the line says is wrong, after the mode
 	}{
-		{"control.token", 0o644, "control_token", "FAIL", "chmod 600"},
-		{"control.token", 0o400, "control_token", "warn", "chmod 600"},
-		{"node.key", 0o640, "node_key", "FAIL", "chmod 600"},
-		{"registry.credential", 0o604, "registry_credential", "FAIL", "chmod 600"},
-		{"wallets/ops.key", 0o644, "wallets", "FAIL", "chmod 600"},
-		{"", 0o755, "data_dir", "warn", "chmod 700"},
-		{"", 0o775, "data_dir", "FAIL", "chmod 700"},
+		{"control.token", 0o644, "control_token", "FAIL", "chmod 600", "it is readable by group or others; a secret must be yours alone (mode 0600)"},
+		{"control.token", 0o400, "control_token", "warn", "chmod 600", "not 0600"},
+		{"node.key", 0o640, "node_key", "FAIL", "chmod 600", "it is readable by group or others"},
+		{"node.key", 0o644, "node_key", "FAIL", "chmod 600", "it is readable by group or others; a secret must be yours alone (mode 0600); it is the Ed25519 key of did:key:"},
+		{"node.key", 0o620, "node_key", "FAIL", "chmod 600", "it is writable by group or others"},
+		{"registry.credential", 0o604, "registry_credential", "FAIL", "chmod 600", "it is readable by group or others"},
+		{"wallets/ops.key", 0o644, "wallets", "FAIL", "chmod 600", "it is readable by group or others"},
+		{"wallets/ops.key", 0o666, "wallets", "FAIL", "chmod 600", "it is readable and writable by group or others"},
+		{"", 0o755, "data_dir", "warn", "chmod 700", "group or others may read"},
+		{"", 0o775, "data_dir", "FAIL", "chmod 700", "group or others may write"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file+"/"+tc.mode.String(), func(t *testing.T) {
@@ -217,8 +221,16 @@ func TestDoctorFileModes(t *testing.T) {
 			}
 			status, line, fix := checkLine(t, res.stdout, tc.check)
 			wantLine := fmt.Sprintf("%s has mode %04o", path, tc.mode)
-			if status != tc.status || !strings.Contains(line, wantLine) || fix != tc.fix+" "+path {
-				t.Errorf("%s: %s %q, fix %q; want %s naming %q, fix %q", tc.check, status, line, fix, tc.status, wantLine, tc.fix+" "+path)
+			if status != tc.status || !strings.Contains(line, wantLine) || !strings.Contains(line, tc.says) || fix != tc.fix+" "+path {
+				t.Errorf("%s: %s %q, fix %q; want %s naming %q and saying %q, fix %q", tc.check, status, line, fix, tc.status, wantLine, tc.says, tc.fix+" "+path)
+			}
+			// A key that is too open is still a key that reads: the checks
+			// that need it run, and nothing says it cannot be read.
+			if strings.Contains(res.stdout, "cannot be read") {
+				t.Errorf("doctor says a file cannot be read:\n%s", res.stdout)
+			}
+			if status, line, _ := checkLine(t, res.stdout, "chain"); status != "ok" {
+				t.Errorf("chain: %s %q, want ok", status, line)
 			}
 			wantCode := 0
 			if tc.status == "FAIL" {

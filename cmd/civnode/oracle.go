@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/civnode/civnode/commands"
+	civhttp "github.com/civnode/civnode/http"
 )
 
 // oracleConfig is the command line shared by the oracle subcommands.
@@ -127,7 +128,8 @@ func (m *Main) readPayload(v string) (json.RawMessage, error) {
 }
 
 // checkPayload refuses a payload that is not JSON, which the oracle socket
-// could not carry to the node's commands, with the commands' own error.
+// could not carry to the node's commands, or not I-JSON, which the socket
+// refuses, with the commands' own error.
 func checkPayload(p json.RawMessage) error {
 	p = bytes.TrimSpace(p)
 	switch {
@@ -135,6 +137,16 @@ func checkPayload(p json.RawMessage) error {
 		return commands.Missing("payload")
 	case !json.Valid(p):
 		return commands.Invalid("payload", "payload must be JSON")
+	}
+	// The rule of the oracle socket and of HTTP bodies, on both ways to the
+	// commands: a name twice in the payload is refused, not settled.
+	if err := civhttp.CheckIJSON(p); err != nil {
+		msg := err.Error()
+		var he *civhttp.Error
+		if errors.As(err, &he) {
+			msg = he.Message
+		}
+		return commands.Invalid("payload", "payload must be I-JSON (RFC 7493): %s", msg)
 	}
 	return nil
 }

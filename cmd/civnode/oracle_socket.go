@@ -10,11 +10,13 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/eventlog"
+	civhttp "github.com/civnode/civnode/http"
 )
 
 // The oracle socket: how civnode oracle reaches the node running on its data
@@ -304,7 +306,7 @@ func (s *oracleServer) handle(line []byte) oracleResponse {
 	)
 	err := decodeStrict(line, &req)
 	if err != nil {
-		err = &commands.Error{Kind: commands.KindInvalid, Code: "invalid_json", Message: "request: " + err.Error()}
+		err = oracleJSONError("request", err)
 	} else {
 		result, err = s.dispatch(ctx, req)
 	}
@@ -332,7 +334,7 @@ func (s *oracleServer) dispatch(ctx context.Context, req oracleRequest) (any, er
 			return nil
 		}
 		if err := decodeStrict(req.Args, v); err != nil {
-			return &commands.Error{Kind: commands.KindInvalid, Code: "invalid_json", Field: "args", Message: "args: " + err.Error()}
+			return oracleJSONError("args", err)
 		}
 		return nil
 	}
@@ -439,16 +441,24 @@ func readLine(br *bufio.Reader, limit int) ([]byte, error) {
 	}
 }
 
-// decodeStrict decodes one JSON value from b into v, refusing unknown members
-// and trailing data, as the HTTP API refuses them (wire.md §1).
-func decodeStrict(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
+// decodeStrict decodes b, one JSON value, into v by the rule the HTTP API holds
+// request bodies to (wire.md §1): I-JSON (RFC 7493: valid UTF-8, no lone
+// surrogate or noncharacter, no name twice, which a last-wins decoder would
+// settle silently), member names matched exactly, unknown members and
+// trailing data refused. Its errors are *civhttp.Error.
+func decodeStrict(b []byte, v any) error { return civhttp.DecodeIJSON(b, v) }
+
+// oracleJSONError is the answer to a request line or args (what) that
+// decodeStrict refused: invalid_json, whatever the fault, naming the member at
+// fault as the commands name their fields (args.as is as).
+func oracleJSONError(what string, err error) error {
+	e := &commands.Error{Kind: commands.KindInvalid, Code: "invalid_json", Message: what + ": " + err.Error()}
+	var he *civhttp.Error
+	if errors.As(err, &he) {
+		e.Message, e.Field = what+": "+he.Message, strings.TrimPrefix(he.Field, "args.")
+		if e.Field == "" && what == "args" {
+			e.Field = "args"
+		}
 	}
-	if dec.More() {
-		return errors.New("data after the JSON value")
-	}
-	return nil
+	return e
 }

@@ -134,6 +134,43 @@ func TestOracleSocket(t *testing.T) {
 		t.Errorf("balance answer %s: %v", answers[4].Result, err)
 	}
 
+	// One rule with HTTP request bodies (wire.md §1): a line that is not
+	// I-JSON, or names a member twice (which a last-wins decoder settled
+	// silently: the first line was bob's balance), or a member not exactly,
+	// is invalid_json naming the member, and runs nothing.
+	answers = exchange(t, conn, br,
+		`{"op":"balance","args":{"agent":"nobody","agent":"bob"}}`,
+		`{"op":"balance","op":"feeds"}`,
+		`{"op":"balance","args":{"agent":"bob"},"args":{"agent":"nobody"}}`,
+		`{"op":"balance","args":{"agent":"b\ud800ob"}}`,
+		"{\"op\":\"balance\",\"args\":{\"agent\":\"b\xffob\"}}",
+		`{"OP":"feeds"}`,
+		`{"op":"publish","args":{"as":"ada","feed":"dup.feed","payload":{"p":1,"p":2},"price":1}}`,
+		`{"op":"feeds"}{"op":"feeds"}`,
+	)
+	for i, w := range []struct{ field, says string }{
+		{"agent", `field "args.agent" appears more than once`},
+		{"op", `field "op" appears more than once`},
+		{"args", `field "args" appears more than once`},
+		{"agent", `lone surrogate`},
+		{"agent", `invalid UTF-8`},
+		{"OP", `unknown field "OP"`},
+		{"payload.p", `field "args.payload.p" appears more than once`},
+		{"", `more than one JSON value`},
+	} {
+		if e := answers[i].Error; e == nil || e.Kind != "invalid" || e.Code != "invalid_json" || e.Field != w.field ||
+			!strings.Contains(e.Message, w.says) || answers[i].Result != nil {
+			t.Errorf("answer %d: %+v, want invalid_json, field %q, saying %q", i, answers[i], w.field, w.says)
+		}
+	}
+	// The CLI holds a payload to the same rule, on the socket as on a
+	// stopped node's data dir (below).
+	var dup refusal
+	oracleJSON(t, f.dir, 1, &dup, "publish", "dup.feed", "--as", "ada", "--payload", `{"p":1,"p":2}`, "--price", "1")
+	if dup.Error.Code != "invalid_field" || dup.Error.Field != "payload" || !strings.Contains(dup.Error.Message, `field "p" appears more than once`) {
+		t.Errorf("publish of a payload with a name twice, node running: %+v", dup.Error)
+	}
+
 	// A request over the bound is answered and its connection closed.
 	big, err := net.Dial("unix", sock)
 	if err != nil {
@@ -165,6 +202,11 @@ func TestOracleSocket(t *testing.T) {
 	n.stop(t)
 	if _, err := os.Lstat(sock); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("oracle.sock after a clean stop: %v, want it gone", err)
+	}
+	dup = refusal{}
+	oracleJSON(t, f.dir, 1, &dup, "publish", "dup.feed", "--as", "ada", "--payload", `{"p":1,"p":2}`, "--price", "1")
+	if dup.Error.Code != "invalid_field" || dup.Error.Field != "payload" || !strings.Contains(dup.Error.Message, `field "p" appears more than once`) {
+		t.Errorf("publish of a payload with a name twice, node stopped: %+v", dup.Error)
 	}
 	if openTipSeq(t, f.dir) != f.setupTip {
 		t.Error("the socket test appended events")

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -70,8 +73,9 @@ checkpoint. It exits 1, naming the problem, when
                                               stored one
 
 and then keeps the stored checkpoint and writes what it was served beside the
-state file, in FILE.evidence: two checkpoints of one key that disagree are
-proof of the fork for anyone.
+state file, in a new file FILE.evidence-<UTC time>-<problem>.json that no
+later run replaces: two checkpoints of one key that disagree are proof of the
+fork for anyone.
 
   civnode transparency check --addr https://node.example --state node.json
 
@@ -287,9 +291,10 @@ func (s *checkState) open() (civnodeKey, eventlog.TreeHead, error) {
 	return k, head, nil
 }
 
-// withEvidence writes what the node served when check found a problem, next
-// to the state file, and adds its name to err.
+// withEvidence writes what the node served when check found a problem, in a
+// new file next to the state file, and adds its name to err.
 func withEvidence(cfg checkConfig, url string, st *checkState, served []byte, proof tlog.TreeProof, rep *checkReport, err error) error {
+	now := time.Now().UTC()
 	ev := struct {
 		Problem          string      `json:"problem"`
 		DetectedAt       string      `json:"detected_at"`
@@ -299,17 +304,61 @@ func withEvidence(cfg checkConfig, url string, st *checkState, served []byte, pr
 		ServedCheckpoint string      `json:"served_checkpoint"`
 		ConsistencyProof []tlog.Hash `json:"consistency_proof,omitempty"`
 		Error            string      `json:"error"`
-	}{rep.Result, time.Now().UTC().Format(time.RFC3339), url, st.VerifierKey, st.Checkpoint, string(served), proof, err.Error()}
+	}{rep.Result, now.Format(time.RFC3339), url, st.VerifierKey, st.Checkpoint, string(served), proof, err.Error()}
 	b, merr := json.MarshalIndent(ev, "", "  ")
 	if merr != nil {
 		return fmt.Errorf("%w (and its evidence could not be encoded: %v)", err, merr)
 	}
-	path := cfg.state + ".evidence"
-	if werr := writeStateFile(path, append(b, '\n')); werr != nil {
+	path, werr := writeEvidenceFile(cfg.state, rep.Result, now, append(b, '\n'))
+	if werr != nil {
 		return fmt.Errorf("%w (and its evidence could not be written: %v)", err, werr)
 	}
 	rep.Evidence = path
 	return fmt.Errorf("%w; what the node served is in %s", err, path)
+}
+
+// evidenceMaxTries bounds the names writeEvidenceFile tries for one
+// detection: the time's own, then -2, -3, … for detections in the same second.
+const evidenceMaxTries = 1000
+
+// writeEvidenceFile writes one piece of evidence in a file of its own beside
+// the state file, STATE.evidence-<UTC time>-<problem>.json, mode 0600, and
+// returns its path. It never replaces a file: earlier evidence is what proves
+// a fork, so every detection adds one (a fork, then a rollback, leaves both).
+// The file is written and synced under a temporary name, then linked to its
+// name, which fails rather than replaces when the name is taken: a reader
+// sees the whole record or none, and a crash leaves at most a stray temporary
+// file.
+func writeEvidenceFile(state, problem string, at time.Time, data []byte) (string, error) {
+	dir := filepath.Dir(state)
+	tmp, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(state)+".evidence-*")
+	if err != nil {
+		return "", fmt.Errorf("write the evidence: %w", err)
+	}
+	tmpName := tmp.Name()
+	defer os.Remove(tmpName)
+	if err := writeSynced(tmp, data, 0o600); err != nil {
+		return "", fmt.Errorf("write the evidence: %w", err)
+	}
+	base := state + ".evidence-" + at.UTC().Format("20060102T150405Z") + "-" + problem
+	for i := 1; i <= evidenceMaxTries; i++ {
+		path := base + ".json"
+		if i > 1 {
+			path = fmt.Sprintf("%s-%d.json", base, i)
+		}
+		err := os.Link(tmpName, path)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("write the evidence %s: %w", path, err)
+		}
+		if err := syncDir(dir); err != nil {
+			return "", fmt.Errorf("write the evidence %s: %w", path, err)
+		}
+		return path, nil
+	}
+	return "", fmt.Errorf("write the evidence: %d files named %s* exist already", evidenceMaxTries, base)
 }
 
 // loadCheckState reads the state file, nil when there is none yet.

@@ -8,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // trCheck runs civnode transparency check against url with token and state,
@@ -103,10 +105,12 @@ func TestTransparencyCheck(t *testing.T) {
 	trAppend(t, fork, "fork", 10)
 	f := startProcess(t, fork)
 	_, errOut, code = trCheck(t, f.url, f.token, state)
-	if code != 1 || !strings.Contains(errOut, "the log forked: the node signed a tree of 60 events with root") {
+	if code != 1 || !strings.Contains(errOut, "the log forked: the node signed a tree of 60 events with root") ||
+		!strings.Contains(errOut, "what the node served is in "+state+".evidence-") {
 		t.Fatalf("check of a fork of the same size: exit %d, stderr %q", code, errOut)
 	}
-	requireEvidence(t, state, stored, "forked", 60)
+	sameSizeFork := evidenceWant{"forked", 60}
+	requireEvidence(t, state, stored, sameSizeFork)
 	trStop(t, f)
 
 	// A larger tree that does not extend the stored one: the consistency
@@ -117,7 +121,8 @@ func TestTransparencyCheck(t *testing.T) {
 	if rep.Result != "forked" || rep.OldSize != 60 || rep.TreeSize != 80 || !strings.Contains(rep.Error, "does not extend the tree of 60 events") {
 		t.Fatalf("check of a longer fork: %+v", rep)
 	}
-	requireEvidence(t, state, stored, "forked", 80)
+	longerFork := evidenceWant{"forked", 80}
+	requireEvidence(t, state, stored, sameSizeFork, longerFork)
 	trStop(t, f)
 
 	o := startProcess(t, older)
@@ -125,7 +130,9 @@ func TestTransparencyCheck(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "the log rolled back: the node's checkpoint has 50 events, the one stored in "+state+" has 60") {
 		t.Fatalf("check of an older copy: exit %d, stderr %q", code, errOut)
 	}
-	requireEvidence(t, state, stored, "rolled_back", 50)
+	// The rollback adds its evidence; the fork's two checkpoints stay.
+	rollback := evidenceWant{"rolled_back", 50}
+	requireEvidence(t, state, stored, sameSizeFork, longerFork, rollback)
 	trStop(t, o)
 
 	c := startProcess(t, other)
@@ -133,6 +140,7 @@ func TestTransparencyCheck(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "the checkpoint is signed by another key") {
 		t.Fatalf("check of another node: exit %d, stderr %q", code, errOut)
 	}
+	requireEvidence(t, state, stored, sameSizeFork, longerFork, rollback, evidenceWant{"another_key", 5})
 	// A first run that pins the key refuses another node, and stores nothing.
 	pinned := filepath.Join(t.TempDir(), "pinned.json")
 	_, errOut, code = trCheck(t, c.url, c.token, pinned, "--verifier-key", stored.VerifierKey)
@@ -156,31 +164,75 @@ func TestTransparencyCheck(t *testing.T) {
 	}
 }
 
-// requireEvidence requires that check kept the stored state and wrote the
-// evidence of problem: the stored checkpoint and the one the node served.
-func requireEvidence(t *testing.T, state string, stored checkState, problem string, servedSize int64) {
+// evidenceWant is one piece of evidence check must have written: the problem
+// and the size of the tree the node served.
+type evidenceWant struct {
+	problem    string
+	servedSize int64
+}
+
+// requireEvidence requires that check kept the stored state and that every
+// detection so far left its own evidence file beside it, each whole: the
+// stored checkpoint and the one the node served, signed by the stored key (by
+// another for another_key), and named in the file's problem. Nothing is
+// overwritten, so an earlier fork's checkpoints survive a later rollback.
+func requireEvidence(t *testing.T, state string, stored checkState, wants ...evidenceWant) {
 	t.Helper()
 	if st := trState(t, state); st.Checkpoint != stored.Checkpoint || st.VerifierKey != stored.VerifierKey {
-		t.Fatalf("check changed the state after finding %s: %+v", problem, st)
+		t.Fatalf("check changed the state after finding %v: %+v", wants, st)
 	}
-	b, err := os.ReadFile(state + ".evidence")
+	files, err := filepath.Glob(state + ".evidence-*.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ev struct {
-		Problem          string `json:"problem"`
-		VerifierKey      string `json:"verifier_key"`
-		StoredCheckpoint string `json:"stored_checkpoint"`
-		ServedCheckpoint string `json:"served_checkpoint"`
+	if len(files) != len(wants) {
+		t.Fatalf("evidence files %q, want one for each of %v", files, wants)
 	}
-	jsonOf(t, string(b), &ev)
-	if ev.Problem != problem || ev.StoredCheckpoint != stored.Checkpoint || ev.VerifierKey != stored.VerifierKey {
-		t.Fatalf("evidence %s", b)
-	}
-	old := trOpen(t, ev.VerifierKey, []byte(ev.StoredCheckpoint))
-	served := trOpen(t, ev.VerifierKey, []byte(ev.ServedCheckpoint))
-	if served.N != servedSize || (served.N == old.N && served.Hash == old.Hash) {
-		t.Fatalf("evidence of %s: served tree %d %v, stored %d %v", problem, served.N, served.Hash, old.N, old.Hash)
+	seen := map[string]bool{}
+	for _, w := range wants {
+		found := ""
+		for _, path := range files {
+			if seen[path] || !strings.Contains(filepath.Base(path), "-"+w.problem) {
+				continue
+			}
+			if mode := fileMode(t, path); mode != 0o600 {
+				t.Errorf("%s: mode %v, want 0600", path, mode)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ev struct {
+				Problem          string `json:"problem"`
+				VerifierKey      string `json:"verifier_key"`
+				StoredCheckpoint string `json:"stored_checkpoint"`
+				ServedCheckpoint string `json:"served_checkpoint"`
+			}
+			jsonOf(t, string(b), &ev)
+			if ev.Problem != w.problem || ev.StoredCheckpoint != stored.Checkpoint || ev.VerifierKey != stored.VerifierKey {
+				t.Fatalf("evidence %s: %s", path, b)
+			}
+			old := trOpen(t, ev.VerifierKey, []byte(ev.StoredCheckpoint))
+			if w.problem == "another_key" {
+				if !strings.Contains(ev.ServedCheckpoint, fmt.Sprintf("\n%d\n", w.servedSize)) {
+					continue
+				}
+			} else {
+				served := trOpen(t, ev.VerifierKey, []byte(ev.ServedCheckpoint))
+				if served.N != w.servedSize {
+					continue
+				}
+				if served.N == old.N && served.Hash == old.Hash {
+					t.Fatalf("evidence %s of %s: the served tree is the stored one", path, w.problem)
+				}
+			}
+			found = path
+			break
+		}
+		if found == "" {
+			t.Fatalf("no evidence of %s serving %d events among %q", w.problem, w.servedSize, files)
+		}
+		seen[found] = true
 	}
 }
 
@@ -279,5 +331,46 @@ func TestTransparencyCheckTiles(t *testing.T) {
 	trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", base)
 	if rep := check(url, 0); rep.Result != "consistent" || rep.OldSize != 600 || rep.TreeSize != 900 {
 		t.Fatalf("check of the grown static log after the refusals: %+v", rep)
+	}
+}
+
+// TestTransparencyEvidenceFileNeverReplaced: detections in the same second
+// get files of their own, an earlier file is never replaced, and no temporary
+// file is left behind.
+func TestTransparencyEvidenceFileNeverReplaced(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "node.json")
+	at := time.Date(2026, 11, 23, 19, 20, 37, 0, time.UTC)
+	var paths []string
+	for _, body := range []string{"first fork\n", "second fork\n", "third fork\n"} {
+		p, err := writeEvidenceFile(state, "forked", at, []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	rb, err := writeEvidenceFile(state, "rolled_back", at, []byte("rollback\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := state + ".evidence-20261123T192037Z-"
+	want := map[string]string{
+		base + "forked.json":      "first fork\n",
+		base + "forked-2.json":    "second fork\n",
+		base + "forked-3.json":    "third fork\n",
+		base + "rolled_back.json": "rollback\n",
+	}
+	if got := append(paths, rb); !slices.Equal(got, []string{base + "forked.json", base + "forked-2.json", base + "forked-3.json", base + "rolled_back.json"}) {
+		t.Fatalf("evidence paths %q", got)
+	}
+	for path, body := range want {
+		b, err := os.ReadFile(path)
+		if err != nil || string(b) != body || fileMode(t, path) != 0o600 {
+			t.Errorf("%s: %q %v, want %q, mode 0600", path, b, err, body)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != len(want) {
+		t.Fatalf("the directory holds %v (%v), want only the %d evidence files", entries, err, len(want))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -55,6 +56,10 @@ new since that tree, and the new checkpoint last. Every file is written to
 DIR/.tmp, synced and renamed into place, and the tiles' directories are synced
 before the checkpoint is renamed: a reader never sees a checkpoint whose tiles
 are missing, and a run cut short is simply run again.
+
+Each run also checks every tile already published against the tree (a full
+tile against its parent, a partial one against the node's) and writes again,
+naming it on stderr, any that was changed or lost.
 
 It refuses to publish over a checkpoint signed by another key, of a larger
 tree, or of a tree the node's does not extend (a fork); one directory is one
@@ -139,8 +144,18 @@ func (m *Main) publish(ctx context.Context, logger *slog.Logger, cfg publishConf
 		return err
 	}
 
-	tiles := tlog.NewTiles(tileHeight, old.Size, head.Size)
 	ds := newDirSyncer(dir)
+	// The new checkpoint vouches for the old tree's tiles too: any that was
+	// changed or lost since it was written is written again first.
+	repaired, err := verifyPublishedTiles(ctx, src, old.Size, dir, tmpDir, ds)
+	if err != nil {
+		return err
+	}
+	for _, rel := range repaired {
+		fmt.Fprintf(m.Stderr, "civnode: %s did not match the node's tree (changed or lost since it was published); written again\n", filepath.Join(dir, filepath.FromSlash(rel)))
+	}
+
+	tiles := tlog.NewTiles(tileHeight, old.Size, head.Size)
 	written, kept := 0, 0
 	progress, done := m.tileProgress(len(tiles))
 	for i, t := range tiles {
@@ -172,7 +187,87 @@ func (m *Main) publish(ctx context.Context, logger *slog.Logger, cfg publishConf
 			return err
 		}
 	}
-	return m.printPublished(dir, k, old, head, written, kept)
+	return m.printPublished(dir, k, old, head, written, kept, len(repaired))
+}
+
+// verifyPublishedTiles checks every tile of the tree of size n already
+// published in dir and writes again, from src, each one that is missing or
+// does not match; it returns their paths. Tiles are checked from the top
+// level down: a partial tile against src (there are at most one a level), a
+// full tile against the hash its parent, checked before it, holds for it. So
+// a run reads every published tile and hashes it, but asks src only for the
+// partial tiles and the ones to repair.
+func verifyPublishedTiles(ctx context.Context, src treeSource, n int64, dir, tmpDir string, ds *dirSyncer) ([]string, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	tiles := tlog.NewTiles(tileHeight, 0, n)
+	slices.SortStableFunc(tiles, func(a, b tlog.Tile) int { return b.L - a.L })
+	var repaired []string
+	for _, t := range tiles {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if t.W == 1<<tileHeight {
+			ok, err := fullTileMatches(t, n, dir)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				continue
+			}
+		}
+		w, err := publishTile(ctx, src, t, dir, tmpDir, ds)
+		if err != nil {
+			return nil, err
+		}
+		if w {
+			repaired = append(repaired, tilePath(t))
+		}
+	}
+	return repaired, nil
+}
+
+// fullTileMatches reports whether the full tile t of a tree of size n, as
+// published in dir, hashes to the entry its parent tile in dir holds for it.
+// A missing or short file does not match.
+func fullTileMatches(t tlog.Tile, n int64, dir string) (bool, error) {
+	data, err := readTileFile(dir, t)
+	if err != nil || len(data) != t.W*tlog.HashSize {
+		return false, err
+	}
+	hs := make([]tlog.Hash, t.W)
+	for i := range hs {
+		copy(hs[i][:], data[i*tlog.HashSize:])
+	}
+	for len(hs) > 1 {
+		for i := range len(hs) / 2 {
+			hs[i] = tlog.NodeHash(hs[2*i], hs[2*i+1])
+		}
+		hs = hs[:len(hs)/2]
+	}
+	// The parent's width in the tree of size n: the hashes at its level.
+	above := n >> (uint(t.L+1) * tileHeight)
+	parent := tlog.Tile{H: tileHeight, L: t.L + 1, N: t.N >> tileHeight}
+	parent.W = int(min(above-parent.N<<tileHeight, 1<<tileHeight))
+	pdata, err := readTileFile(dir, parent)
+	if err != nil {
+		return false, err
+	}
+	i := int(t.N%(1<<tileHeight)) * tlog.HashSize
+	if len(pdata) != parent.W*tlog.HashSize || i+tlog.HashSize > len(pdata) {
+		return false, nil // the parent is repaired first; a damaged one fails its own check
+	}
+	return bytes.Equal(pdata[i:i+tlog.HashSize], hs[0][:]), nil
+}
+
+// readTileFile reads tile t in dir, nil when it is missing.
+func readTileFile(dir string, t tlog.Tile) ([]byte, error) {
+	b, err := readOptionalFile(filepath.Join(dir, filepath.FromSlash(tilePath(t))))
+	if err != nil {
+		return nil, fmt.Errorf("verify the published tiles: %w", err)
+	}
+	return b, nil
 }
 
 // publishedHead reads the checkpoint already in dir, if any, and requires
@@ -250,7 +345,7 @@ func publishSmallFile(path, tmpDir string, data []byte, ds *dirSyncer) error {
 	return replaceFile(path, tmpDir, data, 0o644)
 }
 
-func (m *Main) printPublished(dir string, k civnodeKey, old, head eventlog.TreeHead, written, kept int) error {
+func (m *Main) printPublished(dir string, k civnodeKey, old, head eventlog.TreeHead, written, kept, repaired int) error {
 	var what string
 	switch {
 	case old.Size == head.Size:
@@ -262,6 +357,9 @@ func (m *Main) printPublished(dir string, k civnodeKey, old, head eventlog.TreeH
 	}
 	if kept > 0 {
 		what += fmt.Sprintf(" (%s already there from a run cut short)", tileCount(kept))
+	}
+	if repaired > 0 {
+		what += fmt.Sprintf("; rewrote %s of the published tree that did not match the node's", tileCount(repaired))
 	}
 	_, err := fmt.Fprintf(m.Stdout, "published %s tree size %d, root %s, to %s: %s\n", k.origin, head.Size, b64(head.Root), dir, what)
 	return err

@@ -249,6 +249,77 @@ func TestTransparencyPublishResumes(t *testing.T) {
 	requirePublished(t, pub, p.url, p.token, 300, 600)
 }
 
+// TestTransparencyPublishRepairs: a tile of the published tree that was
+// changed or lost after publish wrote it is found by the next run, with or
+// without new events, named on stderr and written again from the node's tree,
+// even when the parent tile was edited to agree with the changed one.
+func TestTransparencyPublishRepairs(t *testing.T) {
+	dir := trStoppedNode(t, 600) // tile/0/000, tile/0/001, tile/0/002.p/88, tile/1/000.p/2
+	pub := filepath.Join(t.TempDir(), "log")
+	trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", dir)
+	file := func(rel string) string { return filepath.Join(pub, filepath.FromSlash(rel)) }
+
+	// Change a full tile and make its parent hold the changed tile's hash;
+	// lose another full tile.
+	tile0, err := os.ReadFile(file("tile/0/000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tile0[5] ^= 1
+	hs := make([]tlog.Hash, 256)
+	for i := range hs {
+		copy(hs[i][:], tile0[i*tlog.HashSize:])
+	}
+	for len(hs) > 1 {
+		for i := range len(hs) / 2 {
+			hs[i] = tlog.NodeHash(hs[2*i], hs[2*i+1])
+		}
+		hs = hs[:len(hs)/2]
+	}
+	parent, err := os.ReadFile(file("tile/1/000.p/2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(parent, hs[0][:])
+	for rel, b := range map[string][]byte{"tile/0/000": tile0, "tile/1/000.p/2": parent} {
+		if err := os.WriteFile(file(rel), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Remove(file("tile/0/001")); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := trRun(t, nil, "transparency", "publish", "--dir", pub, "--data-dir", dir)
+	if code != 0 {
+		t.Fatalf("publish over changed tiles: exit %d\n%s", code, errOut)
+	}
+	requirePublishLine(t, out, 600, "already published, nothing to write; rewrote 3 tiles of the published tree that did not match the node's")
+	for _, rel := range []string{"tile/1/000.p/2", "tile/0/000", "tile/0/001"} {
+		if !strings.Contains(errOut, file(rel)+" did not match the node's tree") {
+			t.Errorf("stderr does not name %s:\n%s", rel, errOut)
+		}
+	}
+
+	// The same on a run that publishes new events.
+	tile1, err := os.ReadFile(file("tile/0/001"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tile1[len(tile1)-1] ^= 1
+	if err := os.WriteFile(file("tile/0/001"), tile1, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	trAppend(t, dir, "more", 300)
+	out, errOut, code = trRun(t, nil, "transparency", "publish", "--dir", pub, "--data-dir", dir)
+	if code != 0 || !strings.Contains(errOut, file("tile/0/001")+" did not match") {
+		t.Fatalf("publish of new events over a changed tile: exit %d\n%s", code, errOut)
+	}
+	requirePublishLine(t, out, 900, fmt.Sprintf("%d tiles written, checkpoint moved from tree size 600; rewrote 1 tile of the published tree that did not match the node's",
+		len(tlog.NewTiles(tileHeight, 600, 900))))
+	p := startProcess(t, dir)
+	requirePublished(t, pub, p.url, p.token, 600, 900)
+}
+
 // TestTransparencyPublishRefuses: one directory is one node's log, and the
 // published log never goes back: publish refuses a checkpoint of another key,
 // of a larger tree, of a tree of the same size with another root, and of a
