@@ -34,9 +34,15 @@ func (p *payment) receipt(s *servicenet.SettlementResponse) events.PaymentReceip
 }
 
 // pay answers a registry's 402: it picks the requirement on the requested
-// network, checks it against the card and the account's limits, records
-// payment.authorized, and only then signs. A payment the limits refuse is
-// never signed.
+// network, checks it against the card and the account's limits, signs, and
+// records payment.authorized before the signature leaves the node. A payment
+// the limits refuse is never signed, and an authorization that was never
+// signed is never recorded, so the day's total counts only payments that
+// could be submitted.
+//
+// The account's lock is held from the limit check to the append: payments
+// of one account are decided one after another, so one that passes the check
+// is not refused afterwards with its signature already made.
 func (c *Servicenet) pay(ctx context.Context, a Actor, agentID string, card servicenet.Card, st *settlement, pr *servicenet.PaymentRequired) (*payment, error) {
 	req, err := pr.Select(st.network)
 	if err != nil {
@@ -77,23 +83,18 @@ func (c *Servicenet) pay(ctx context.Context, a Actor, agentID string, card serv
 		AgentID: agentID, AuthorizedBy: actorDID(a, c.log.NodeDID()), AccountRef: acct.Ref, Payer: wallet.Address(),
 		PayTo: req.PayTo, Asset: req.Asset, Network: req.Network, Amount: amount.String(),
 		Nonce: "0x" + hex.EncodeToString(nonce[:]), ValidAfter: auth.ValidAfter.Int64(), ValidBefore: auth.ValidBefore.Int64()}
-	_, err = c.log.Decide(ctx, func() ([]eventlog.Draft, error) {
-		if acct.MaxPerDay != nil {
-			day := c.now().UTC().Format(time.DateOnly)
-			spent, err := c.model.DaySpent(acct.Ref, day)
-			if err != nil {
-				return nil, err
-			}
-			if total := new(big.Int).Add(spent, amount); total.Cmp(acct.MaxPerDay) > 0 {
-				return nil, spendingLimit(fmt.Sprintf("paying %s would take payment account %s to %s on %s (UTC), over its max_per_day %s",
-					amount, acct.Ref, total, day, acct.MaxPerDay), amount, "max_per_day", acct.MaxPerDay)
-			}
-		}
-		return []eventlog.Draft{{Type: events.TypePaymentAuthorized, Payload: pa}}, nil
-	})
+
+	unlock, err := c.lockAccount(ctx, acct.Ref)
 	if err != nil {
 		return nil, err
 	}
+	defer unlock()
+	if err := c.checkDay(acct, amount); err != nil {
+		return nil, err
+	}
+	// The signature exists only in this process until the header is sent,
+	// which happens after payment.authorized is durable: a crash in between
+	// loses a signature nobody has seen.
 	sig, err := wallet.SignTransferAuthorization(ctx, auth)
 	if err != nil {
 		return nil, fmt.Errorf("sign payment %s: %w", id, err)
@@ -102,7 +103,49 @@ func (c *Servicenet) pay(ctx context.Context, a Actor, agentID string, card serv
 	if err != nil {
 		return nil, fmt.Errorf("payment header %s: %w", id, err)
 	}
+	_, err = c.log.Decide(ctx, func() ([]eventlog.Draft, error) {
+		// Checked again on the sequencer, where nothing can slip in between;
+		// under the account's lock it passes as it did above.
+		if err := c.checkDay(acct, amount); err != nil {
+			return nil, err
+		}
+		return []eventlog.Draft{{Type: events.TypePaymentAuthorized, Payload: pa}}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
 	return &payment{auth: pa, header: header}, nil
+}
+
+// checkDay refuses amount when it would take acct's total for the UTC day
+// above its max_per_day.
+func (c *Servicenet) checkDay(acct PaymentAccount, amount *big.Int) error {
+	if acct.MaxPerDay == nil {
+		return nil
+	}
+	day := c.now().UTC().Format(time.DateOnly)
+	spent, err := c.model.DaySpent(acct.Ref, day)
+	if err != nil {
+		return err
+	}
+	if total := new(big.Int).Add(spent, amount); total.Cmp(acct.MaxPerDay) > 0 {
+		return spendingLimit(fmt.Sprintf("paying %s would take payment account %s to %s on %s (UTC), over its max_per_day %s",
+			amount, acct.Ref, total, day, acct.MaxPerDay), amount, "max_per_day", acct.MaxPerDay)
+	}
+	return nil
+}
+
+// lockAccount takes ref's payment lock, or gives up when ctx ends; the
+// returned function releases it.
+func (c *Servicenet) lockAccount(ctx context.Context, ref string) (func(), error) {
+	v, _ := c.accountLocks.LoadOrStore(ref, make(chan struct{}, 1))
+	lock := v.(chan struct{})
+	select {
+	case lock <- struct{}{}:
+		return func() { <-lock }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // checkPricing holds a requirement to what the card advertises: the asset
