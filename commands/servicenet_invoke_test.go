@@ -341,7 +341,7 @@ func TestServicenetRegistryFailures(t *testing.T) {
 			"card", commands.KindUpstream, "registry_unavailable", "", servicenettest.RouteCard, 1 + retries},
 		{"task 503 retried", servicenettest.Agent{ID: "a", TaskFault: &servicenettest.Fault{Status: 503}},
 			"task", commands.KindUpstream, "registry_unavailable", "", servicenettest.RouteTask, 1 + retries},
-		{"task 404", servicenettest.Agent{ID: "a"},
+		{"task 404", servicenettest.Agent{ID: "a", TaskFault: &servicenettest.Fault{Status: 404}},
 			"task", commands.KindNotFound, "task_not_found", "task_id", servicenettest.RouteTask, 1},
 		{"list 502", servicenettest.Agent{ID: "a"}, "list", commands.KindUpstream, "registry_unavailable", "", servicenettest.RouteList, 1 + retries},
 		{"invoke hangs", servicenettest.Agent{ID: "a", InvokeFault: &servicenettest.Fault{Delay: time.Minute}},
@@ -356,7 +356,16 @@ func TestServicenetRegistryFailures(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			n := newSNNode(t, snConfig{readTimeout: 100 * time.Millisecond, retries: retries})
+			if c.call == "task" {
+				// Only a task this node invoked is asked of the registry.
+				c.agent.Async = &servicenettest.Async{TaskID: "t1"}
+			}
 			n.reg.Add(c.agent)
+			if c.call == "task" {
+				if _, err := n.invoke("a", ""); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if c.name == "list 502" {
 				n.reg.SetListFault(&servicenettest.Fault{Status: 502})
 			}
