@@ -148,27 +148,51 @@ func (c *Servicenet) lockAccount(ctx context.Context, ref string) (func(), error
 	}
 }
 
-// checkPricing holds a requirement to what the card advertises: the asset
-// and network its pricing names, when it names them. A registry that asks for
-// another asset than it advertised is not paid.
+// checkPricing holds a requirement to what the card advertises, member by
+// member when the card's pricing names it: the asset, the network, the
+// recipient (payTo, or pay_to) and the amount, which may be lower than the
+// card's but never higher. A registry that asks to be paid otherwise than it
+// advertised is not paid. A requirement of amount 0 is not paid either:
+// there is nothing to pay, and a signed authorization would still spend a
+// nonce and pass for a payment.
 func checkPricing(card servicenet.Card, req servicenet.Requirement) error {
+	if req.Amount == "0" {
+		return &Error{Kind: KindUpstream, Code: "registry_bad_response",
+			Message: fmt.Sprintf("the registry asks agent %s to be paid 0, which is no payment; nothing was signed", card.AgentID)}
+	}
 	var p struct {
-		Asset   string `json:"asset"`
-		Network string `json:"network"`
+		Asset     string `json:"asset"`
+		Network   string `json:"network"`
+		PayTo     string `json:"payTo"`
+		PayToSnek string `json:"pay_to"`
+		Amount    string `json:"amount"`
 	}
 	if len(card.Pricing) == 0 || json.Unmarshal(card.Pricing, &p) != nil {
 		return nil
 	}
+	mismatch := func(format string, args ...any) error {
+		return &Error{Kind: KindUpstream, Code: "payment_mismatch", Message: fmt.Sprintf(format, args...) + "; nothing was signed"}
+	}
 	if p.Asset != "" && !strings.EqualFold(p.Asset, req.Asset) {
-		return &Error{Kind: KindUpstream, Code: "payment_mismatch",
-			Message: fmt.Sprintf("the registry asks for asset %s, but agent %s is priced in %s; nothing was signed", req.Asset, card.AgentID, p.Asset)}
+		return mismatch("the registry asks for asset %s, but agent %s is priced in %s", req.Asset, card.AgentID, p.Asset)
 	}
 	if p.Network != "" {
 		want, err1 := servicenet.ChainID(p.Network)
 		got, err2 := servicenet.ChainID(req.Network)
 		if err1 == nil && err2 == nil && want.Cmp(got) != 0 {
-			return &Error{Kind: KindUpstream, Code: "payment_mismatch",
-				Message: fmt.Sprintf("the registry asks for payment on %s, but agent %s is priced on %s; nothing was signed", req.Network, card.AgentID, p.Network)}
+			return mismatch("the registry asks for payment on %s, but agent %s is priced on %s", req.Network, card.AgentID, p.Network)
+		}
+	}
+	for _, payTo := range []string{p.PayTo, p.PayToSnek} {
+		if payTo != "" && !strings.EqualFold(payTo, req.PayTo) {
+			return mismatch("the registry asks for payment to %s, but agent %s is paid to %s", req.PayTo, card.AgentID, payTo)
+		}
+	}
+	if p.Amount != "" {
+		price, ok := new(big.Int).SetString(p.Amount, 10)
+		asked, ok2 := new(big.Int).SetString(req.Amount, 10)
+		if ok && ok2 && asked.Cmp(price) > 0 {
+			return mismatch("the registry asks %s, but agent %s is priced at %s", req.Amount, card.AgentID, p.Amount)
 		}
 	}
 	return nil

@@ -440,3 +440,49 @@ func TestServicenetUnsignedPaymentNotRecorded(t *testing.T) {
 		t.Errorf("events = %s", got)
 	}
 }
+
+// TestServicenetPaymentHeldToTheCard: a 402 that pays another address than
+// the card's pricing names, or asks more than its amount, is 502
+// payment_mismatch; one that asks to be paid 0 is 502 registry_bad_response.
+// Nothing is signed or appended.
+func TestServicenetPaymentHeldToTheCard(t *testing.T) {
+	n := newSNNode(t, snConfig{})
+	n.account("main", "", "")
+	n.reg.Add(servicenettest.Agent{ID: "paid", Price: &servicenettest.Price{Version: 2, Amount: "10000"}})
+	tip := n.log.Tip().Seq
+	pricing := func(members string) json.RawMessage {
+		return json.RawMessage(`{"currency":"USDC","rail":"x402","network":"eip155:84532","asset":"` + servicenettest.BaseSepoliaUSDC + `"` + members + `}`)
+	}
+	for _, c := range []struct {
+		name    string
+		pricing json.RawMessage
+		amount  string
+		code    string
+	}{
+		{"another payTo", pricing(`,"amount":"10000","payTo":"0x0000000000000000000000000000000000000001"`), "10000", "payment_mismatch"},
+		{"another pay_to", pricing(`,"amount":"10000","pay_to":"0x0000000000000000000000000000000000000001"`), "10000", "payment_mismatch"},
+		{"more than the card's amount", pricing(`,"amount":"10000"`), "10001", "payment_mismatch"},
+		{"a zero amount", nil, "0", "registry_bad_response"},
+	} {
+		n.reg.Update("paid", func(a *servicenettest.Agent) { a.Pricing, a.Price.Amount = c.pricing, c.amount })
+		_, err := n.invoke("paid", "", paidInvoke("main", "base-sepolia"))
+		ce := n.refused(err, tip, commands.KindUpstream, c.code, "")
+		if !strings.Contains(ce.Message, "nothing was signed") {
+			t.Errorf("%s: message %q", c.name, ce.Message)
+		}
+	}
+	if n.keys.signs.Load() != 0 || n.reg.PaidAttempts() != 0 {
+		t.Errorf("signed %d, paid attempts %d; want none", n.keys.signs.Load(), n.reg.PaidAttempts())
+	}
+	// The card's own payTo, in another case, and a price below the card's
+	// are paid.
+	for _, c := range []struct{ pricing, amount string }{
+		{`,"amount":"10000","payTo":"` + strings.ToLower(servicenettest.MerchantAddress) + `"`, "10000"},
+		{`,"amount":"10000"`, "9000"},
+	} {
+		n.reg.Update("paid", func(a *servicenettest.Agent) { a.Pricing, a.Price.Amount = pricing(c.pricing), c.amount })
+		if _, err := n.invoke("paid", "", paidInvoke("main", "base-sepolia")); err != nil {
+			t.Errorf("pricing %s, amount %s: %v", c.pricing, c.amount, err)
+		}
+	}
+}
