@@ -13,6 +13,10 @@ const (
 	KindConflict                        // 409: state or uniqueness conflict
 	KindUpstream                        // 502: the agent registry failed or answered out of contract
 	KindUpstreamTimeout                 // 504: the agent registry did not answer in time
+	// KindFault is 500: the node cannot do this until its operator fixes
+	// something of its own (a payment account's key file), which Message
+	// says without naming a secret's path; Err holds the detail for the log.
+	KindFault
 )
 
 // Error is a command refused for a reason the caller can act on.
@@ -25,14 +29,22 @@ type Error struct {
 	// carry data the client needs to act: the pricing of settlement_required,
 	// the violations of an input that does not match its schema.
 	Details map[string]any
+	// Err is the cause, for the node's log; never shown to the client.
+	Err error
 }
 
 func (e *Error) Error() string {
+	msg := fmt.Sprintf("%s: %s", e.Code, e.Message)
 	if e.Field != "" {
-		return fmt.Sprintf("%s: %s (%s)", e.Code, e.Message, e.Field)
+		msg += " (" + e.Field + ")"
 	}
-	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
 }
+
+func (e *Error) Unwrap() error { return e.Err }
 
 // Invalid reports bad input in field.
 func Invalid(field, format string, args ...any) *Error {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
 	"strings"
@@ -62,10 +63,12 @@ func (c *Servicenet) pay(ctx context.Context, a Actor, agentID string, card serv
 	}
 	wallet, err := c.accounts.Wallet(acct.Ref)
 	if err != nil {
-		return nil, fmt.Errorf("open payment account %s: %w", acct.Ref, err)
+		return nil, walletUnusable(acct.Ref, err)
 	}
 	if !strings.EqualFold(wallet.Address(), acct.Address) {
-		return nil, fmt.Errorf("the key of payment account %s is for %s, not the recorded %s", acct.Ref, wallet.Address(), acct.Address)
+		return nil, &Error{Kind: KindFault, Code: "wallet_unusable",
+			Message: fmt.Sprintf("payment account %s cannot sign: its key file holds the key of %s, not of the account's %s; nothing was signed",
+				acct.Ref, wallet.Address(), acct.Address)}
 	}
 	var nonce [32]byte
 	if _, err := rand.Read(nonce[:]); err != nil {
@@ -115,6 +118,23 @@ func (c *Servicenet) pay(ctx context.Context, a Actor, agentID string, card serv
 		return nil, err
 	}
 	return &payment{auth: pa, header: header}, nil
+}
+
+// walletUnusable is the error of a payment account the node will not sign
+// with: why and what to do, never the key file's path (a client reads it).
+// Any other failure to open the key stays an internal error.
+func walletUnusable(ref string, err error) error {
+	var kfe *servicenet.KeyFileError
+	var msg string
+	switch {
+	case errors.As(err, &kfe):
+		msg = fmt.Sprintf("payment account %s cannot sign: its key file %s; nothing was signed", ref, kfe.Reason)
+	case errors.Is(err, servicenet.ErrAccountNotFound):
+		msg = fmt.Sprintf("payment account %s cannot sign: its key file is missing from the node's data dir; nothing was signed", ref)
+	default:
+		return fmt.Errorf("open payment account %s: %w", ref, err)
+	}
+	return &Error{Kind: KindFault, Code: "wallet_unusable", Message: msg, Err: err}
 }
 
 // checkDay refuses amount when it would take acct's total for the UTC day

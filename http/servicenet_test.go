@@ -366,3 +366,36 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// TestServicenetHTTPWalletUnusable: a payment account whose key file others
+// may read is not signed with, and the client is told why (500
+// wallet_unusable, with what to do) without the path of the key file;
+// nothing is appended. Fixed, the same call pays.
+func TestServicenetHTTPWalletUnusable(t *testing.T) {
+	n := newSNHTTPNode(t)
+	n.reg.Add(servicenettest.Agent{ID: "paid", Price: &servicenettest.Price{Version: 1}})
+	n.post("/v1/admin/payment-accounts", testToken, `{"ref":"main"}`).wantOK(t, nil)
+	keyFile := filepath.Join(n.keyDir, "main.key")
+	if err := os.Chmod(keyFile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tip := n.log.Tip().Seq
+	body := `{"message":"hi","settlement":{"layer":"web3","rail":"x402","request":{"protocol":"x402","payment_account_ref":"main","network":"base-sepolia"}}}`
+	r := n.post(snPath+"/paid/invoke", testToken, body)
+	m := r.wantErrorBody(t, 500, "wallet_unusable", "")
+	var msg string
+	json.Unmarshal(m["error"], &msg)
+	if !strings.Contains(msg, "chmod 600") || !strings.Contains(msg, "main") || strings.Contains(string(r.body), n.keyDir) || strings.Contains(string(r.body), "wallets") {
+		t.Errorf("message %q: want the account, the fix, and no path", msg)
+	}
+	if n.log.Tip().Seq != tip || n.reg.PaidAttempts() != 0 {
+		t.Errorf("an unusable wallet appended %d events or paid %d times", n.log.Tip().Seq-tip, n.reg.PaidAttempts())
+	}
+	if !strings.Contains(n.logs.String(), keyFile) {
+		t.Errorf("the node's log does not name the key file for its operator")
+	}
+	if err := os.Chmod(keyFile, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n.post(snPath+"/paid/invoke", testToken, body).wantOK(t, nil)
+}
