@@ -1,6 +1,11 @@
 package commands
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
 
 // Kind classifies a refused command; the HTTP layer maps each kind to one status
 // (wire.md §1) in its single mapping function.
@@ -69,4 +74,50 @@ func NotFound(code, field, format string, args ...any) *Error {
 // Conflict reports a state-machine or uniqueness conflict.
 func Conflict(code, field, format string, args ...any) *Error {
 	return &Error{Kind: KindConflict, Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// Bounds of what an error repeats (docs/limits.md): a client's value quoted in a
+// message (an id, an input string) can be as large as a request, and an answer
+// that echoes it back costs the node as much again.
+const (
+	// MaxErrorQuote bounds each run of non-space bytes in an error's text,
+	// which is where a quoted value sits.
+	MaxErrorQuote = 128
+	// MaxErrorText bounds an error's whole text.
+	MaxErrorText = 1024
+)
+
+// CapText bounds an error's text: each run of non-space bytes longer than
+// MaxErrorQuote is cut to it, and the whole to MaxErrorText, each cut on a
+// character boundary and marked "…". Every error the HTTP API and the MCP
+// tools answer passes through it, as do the violations of invalid_input.
+func CapText(s string) string {
+	if len(s) <= MaxErrorQuote {
+		return s
+	}
+	var b strings.Builder
+	for run := 0; s != ""; {
+		r, size := utf8.DecodeRuneInString(s)
+		switch {
+		case unicode.IsSpace(r):
+			run = 0
+		case run+size > MaxErrorQuote:
+			// Skip the rest of the run, once marked.
+			if run <= MaxErrorQuote {
+				b.WriteString("…")
+				run = MaxErrorQuote + 1
+			}
+			s = s[size:]
+			continue
+		default:
+			run += size
+		}
+		if b.Len()+size > MaxErrorText {
+			b.WriteString("…")
+			break
+		}
+		b.WriteString(s[:size])
+		s = s[size:]
+	}
+	return b.String()
 }

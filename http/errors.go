@@ -194,6 +194,15 @@ func (b errorBody) MarshalJSON() ([]byte, error) {
 // place of err, or (commands.KindFault) a message that says what the operator
 // must fix without the detail.
 func errorResponse(err error) (status int, body errorBody, internal bool) {
+	status, body, internal = errorStatus(err)
+	// The one place every answered error passes: what it repeats of a
+	// client's value is bounded here (commands.CapText, docs/limits.md).
+	body.Error = commands.CapText(body.Error)
+	return status, body, internal
+}
+
+// errorStatus is errorResponse before the text is bounded.
+func errorStatus(err error) (status int, body errorBody, internal bool) {
 	var e *Error
 	var ce *commands.Error
 	switch {
