@@ -3,6 +3,7 @@ package commands_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -480,6 +481,29 @@ func TestServicenetMalformedAnswers(t *testing.T) {
 	tip := n.log.Tip().Seq
 	_, err := n.invoke("a", "")
 	n.refused(err, tip, commands.KindUpstream, "registry_bad_response", "")
+
+	// Paid, the call is refused the same, but the payment that settled is
+	// recorded: the money moved.
+	n.account("main", "", "")
+	n.reg.Add(servicenettest.Agent{ID: "p", Async: &servicenettest.Async{ReceiptID: "rcpt-paid"}, Price: &servicenettest.Price{Version: 2}})
+	if _, err := n.invoke("p", "", paidInvoke("main", "base-sepolia")); err != nil {
+		t.Fatal(err)
+	}
+	tip = n.log.Tip().Seq
+	_, err = n.invoke("p", "", paidInvoke("main", "base-sepolia"))
+	var ce *commands.Error
+	if !errors.As(err, &ce) || ce.Code != "registry_bad_response" || !strings.Contains(ce.Message, "payment.settled") {
+		t.Fatalf("err = %v, want registry_bad_response saying the payment is recorded", err)
+	}
+	if got := strings.Join(n.types(tip), " "); got != "payment.authorized payment.settled" {
+		t.Errorf("a paid call with a reused receipt appended %q, want the payment authorized and settled", got)
+	}
+	if len(n.reg.Settlements()) != 2 {
+		t.Errorf("settlements = %d", len(n.reg.Settlements()))
+	}
+	if diff, err := n.log.RebuildModels(context.Background(), nil); err != nil || !diff.Same() {
+		t.Errorf("the live models differ from a rebuild: %+v %v", diff, err)
+	}
 }
 
 // TestServicenetPathInjection: ids outside wire.md's alphabet are refused
