@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -60,6 +61,9 @@ type Servicenet struct {
 	now                func() time.Time
 	pollFirst, pollMax time.Duration
 	schemas            *schemaCache
+	// accountLocks holds one lock per payment account ref (chan struct{}
+	// of capacity 1), taken from a payment's limit check to its append.
+	accountLocks sync.Map
 }
 
 // NewServicenet checks opts and returns the command set.

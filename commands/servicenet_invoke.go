@@ -279,17 +279,33 @@ func (c *Servicenet) recordInvoked(ctx context.Context, a Actor, agentID string,
 	}
 	// The registry has accepted, and may have been paid: that is recorded
 	// even if the caller has gone meanwhile, or its receipt would be lost.
+	var reused error
 	evs, err := c.log.Decide(context.WithoutCancel(ctx), func() ([]eventlog.Draft, error) {
 		if resp.Status == servicenet.StatusAccepted {
 			if _, ok, err := c.model.ReceiptRef(resp.ReceiptID); err != nil {
 				return nil, err
 			} else if ok {
-				return nil, &Error{Kind: KindUpstream, Code: "registry_bad_response",
-					Message: fmt.Sprintf("the registry answered receipt_id %s, which an earlier invocation has", resp.ReceiptID)}
+				// The call cannot be recorded: its receipt would resolve to
+				// the earlier call's task. The money that moved is recorded
+				// all the same, and the caller told so.
+				msg := fmt.Sprintf("the registry answered receipt_id %s, which an earlier invocation of this node has; "+
+					"it may have done the work, but the node cannot record or follow a call it cannot tell from the earlier one", resp.ReceiptID)
+				if paid == nil {
+					return nil, &Error{Kind: KindUpstream, Code: "registry_bad_response", Message: msg}
+				}
+				msg += fmt.Sprintf("; its payment %s is recorded (payment.authorized", paid.auth.PaymentID)
+				if len(drafts) > 1 {
+					msg += ", payment.settled"
+				}
+				reused = &Error{Kind: KindUpstream, Code: "registry_bad_response", Message: msg + ")"}
+				return drafts[1:], nil
 			}
 		}
 		return drafts, nil
 	})
+	if err == nil && reused != nil {
+		err = reused
+	}
 	if err != nil {
 		return InvokeResult{}, err
 	}

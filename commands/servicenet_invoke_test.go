@@ -3,6 +3,7 @@ package commands_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -341,7 +342,7 @@ func TestServicenetRegistryFailures(t *testing.T) {
 			"card", commands.KindUpstream, "registry_unavailable", "", servicenettest.RouteCard, 1 + retries},
 		{"task 503 retried", servicenettest.Agent{ID: "a", TaskFault: &servicenettest.Fault{Status: 503}},
 			"task", commands.KindUpstream, "registry_unavailable", "", servicenettest.RouteTask, 1 + retries},
-		{"task 404", servicenettest.Agent{ID: "a"},
+		{"task 404", servicenettest.Agent{ID: "a", TaskFault: &servicenettest.Fault{Status: 404}},
 			"task", commands.KindNotFound, "task_not_found", "task_id", servicenettest.RouteTask, 1},
 		{"list 502", servicenettest.Agent{ID: "a"}, "list", commands.KindUpstream, "registry_unavailable", "", servicenettest.RouteList, 1 + retries},
 		{"invoke hangs", servicenettest.Agent{ID: "a", InvokeFault: &servicenettest.Fault{Delay: time.Minute}},
@@ -356,7 +357,16 @@ func TestServicenetRegistryFailures(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			n := newSNNode(t, snConfig{readTimeout: 100 * time.Millisecond, retries: retries})
+			if c.call == "task" {
+				// Only a task this node invoked is asked of the registry.
+				c.agent.Async = &servicenettest.Async{TaskID: "t1"}
+			}
 			n.reg.Add(c.agent)
+			if c.call == "task" {
+				if _, err := n.invoke("a", ""); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if c.name == "list 502" {
 				n.reg.SetListFault(&servicenettest.Fault{Status: 502})
 			}
@@ -471,6 +481,29 @@ func TestServicenetMalformedAnswers(t *testing.T) {
 	tip := n.log.Tip().Seq
 	_, err := n.invoke("a", "")
 	n.refused(err, tip, commands.KindUpstream, "registry_bad_response", "")
+
+	// Paid, the call is refused the same, but the payment that settled is
+	// recorded: the money moved.
+	n.account("main", "", "")
+	n.reg.Add(servicenettest.Agent{ID: "p", Async: &servicenettest.Async{ReceiptID: "rcpt-paid"}, Price: &servicenettest.Price{Version: 2}})
+	if _, err := n.invoke("p", "", paidInvoke("main", "base-sepolia")); err != nil {
+		t.Fatal(err)
+	}
+	tip = n.log.Tip().Seq
+	_, err = n.invoke("p", "", paidInvoke("main", "base-sepolia"))
+	var ce *commands.Error
+	if !errors.As(err, &ce) || ce.Code != "registry_bad_response" || !strings.Contains(ce.Message, "payment.settled") {
+		t.Fatalf("err = %v, want registry_bad_response saying the payment is recorded", err)
+	}
+	if got := strings.Join(n.types(tip), " "); got != "payment.authorized payment.settled" {
+		t.Errorf("a paid call with a reused receipt appended %q, want the payment authorized and settled", got)
+	}
+	if len(n.reg.Settlements()) != 2 {
+		t.Errorf("settlements = %d", len(n.reg.Settlements()))
+	}
+	if diff, err := n.log.RebuildModels(context.Background(), nil); err != nil || !diff.Same() {
+		t.Errorf("the live models differ from a rebuild: %+v %v", diff, err)
+	}
 }
 
 // TestServicenetPathInjection: ids outside wire.md's alphabet are refused

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/commands/servicenet"
@@ -369,5 +371,118 @@ func TestServicenetAcceptedCallIsRecordedWhenCallerLeaves(t *testing.T) {
 	_, _ = n.sn.Invoke(ctx, owner, "paid", in)
 	if got := n.types(tip); strings.Join(got, " ") != "payment.authorized servicenet.invoked payment.settled" {
 		t.Errorf("events = %v; the registry accepted and was paid (settlements %d)", got, len(n.reg.Settlements()))
+	}
+}
+
+// TestServicenetPaymentValidityBound: a requirement whose maxTimeoutSeconds
+// is beyond servicenet.MaxValiditySeconds is a registry answer outside the
+// contract: 502 registry_bad_response, nothing signed, nothing appended,
+// nothing counted against the day, so an honest payment after it still fits.
+func TestServicenetPaymentValidityBound(t *testing.T) {
+	n := newSNNode(t, snConfig{})
+	n.account("daily", "", "15000") // one payment of 10000 a day
+	n.reg.Add(servicenettest.Agent{ID: "paid", Price: &servicenettest.Price{Version: 2, Amount: "10000"}})
+	tip := n.log.Tip().Seq
+	for _, timeout := range []int64{math.MaxInt64, 1_000_000_000_000, servicenet.MaxValiditySeconds + 1} {
+		n.reg.Update("paid", func(a *servicenettest.Agent) { a.Price.MaxTimeoutSeconds = timeout })
+		_, err := n.invoke("paid", "", paidInvoke("daily", "base-sepolia"))
+		ce := n.refused(err, tip, commands.KindUpstream, "registry_bad_response", "")
+		if !strings.Contains(ce.Message, "maxTimeoutSeconds") {
+			t.Errorf("maxTimeoutSeconds %d: message %q does not name maxTimeoutSeconds", timeout, ce.Message)
+		}
+	}
+	if n.keys.signs.Load() != 0 || n.reg.PaidAttempts() != 0 {
+		t.Errorf("signed %d, paid attempts %d; want none", n.keys.signs.Load(), n.reg.PaidAttempts())
+	}
+	spent, err := n.core.Receipts.DaySpent("daily", time.Now().UTC().Format(time.DateOnly))
+	if err != nil || spent.Sign() != 0 {
+		t.Errorf("day spent = %v, %v; want 0", spent, err)
+	}
+
+	// The bound itself is accepted, and the honest payment fits the day.
+	n.reg.Update("paid", func(a *servicenettest.Agent) { a.Price.MaxTimeoutSeconds = servicenet.MaxValiditySeconds })
+	before := time.Now().Unix()
+	if _, err := n.invoke("paid", "", paidInvoke("daily", "base-sepolia")); err != nil {
+		t.Fatalf("an honest payment after the refused challenges: %v", err)
+	}
+	auths := n.ofType(tip, events.TypePaymentAuthorized)
+	if len(auths) != 1 {
+		t.Fatalf("payment.authorized = %d, want 1", len(auths))
+	}
+	pa := payloadOf[events.PaymentAuthorized](t, auths[0])
+	if d := pa.ValidBefore - before; d < servicenet.MaxValiditySeconds || d > servicenet.MaxValiditySeconds+5 {
+		t.Errorf("valid_before = now + %d, want now + %d", d, servicenet.MaxValiditySeconds)
+	}
+}
+
+// TestServicenetUnsignedPaymentNotRecorded: payment.authorized is appended
+// only once the signature exists, so a signer that fails leaves nothing in
+// the chain and nothing counted against the day.
+func TestServicenetUnsignedPaymentNotRecorded(t *testing.T) {
+	n := newSNNode(t, snConfig{})
+	n.account("daily", "", "10000")
+	n.reg.Add(servicenettest.Agent{ID: "paid", Price: &servicenettest.Price{Version: 1, Amount: "10000"}})
+	tip := n.log.Tip().Seq
+	n.keys.fail.Store(true)
+	for range 2 {
+		if _, err := n.invoke("paid", "", paidInvoke("daily", "base-sepolia")); err == nil {
+			t.Fatal("a payment whose signing failed succeeded")
+		}
+		if got := n.types(tip); len(got) != 0 {
+			t.Fatalf("a payment that was never signed appended %v", got)
+		}
+	}
+	n.keys.fail.Store(false)
+	if _, err := n.invoke("paid", "", paidInvoke("daily", "base-sepolia")); err != nil {
+		t.Fatalf("the signed payment after the failures: %v", err)
+	}
+	if got := strings.Join(n.types(tip), " "); got != "payment.authorized servicenet.invoked payment.settled" {
+		t.Errorf("events = %s", got)
+	}
+}
+
+// TestServicenetPaymentHeldToTheCard: a 402 that pays another address than
+// the card's pricing names, or asks more than its amount, is 502
+// payment_mismatch; one that asks to be paid 0 is 502 registry_bad_response.
+// Nothing is signed or appended.
+func TestServicenetPaymentHeldToTheCard(t *testing.T) {
+	n := newSNNode(t, snConfig{})
+	n.account("main", "", "")
+	n.reg.Add(servicenettest.Agent{ID: "paid", Price: &servicenettest.Price{Version: 2, Amount: "10000"}})
+	tip := n.log.Tip().Seq
+	pricing := func(members string) json.RawMessage {
+		return json.RawMessage(`{"currency":"USDC","rail":"x402","network":"eip155:84532","asset":"` + servicenettest.BaseSepoliaUSDC + `"` + members + `}`)
+	}
+	for _, c := range []struct {
+		name    string
+		pricing json.RawMessage
+		amount  string
+		code    string
+	}{
+		{"another payTo", pricing(`,"amount":"10000","payTo":"0x0000000000000000000000000000000000000001"`), "10000", "payment_mismatch"},
+		{"another pay_to", pricing(`,"amount":"10000","pay_to":"0x0000000000000000000000000000000000000001"`), "10000", "payment_mismatch"},
+		{"more than the card's amount", pricing(`,"amount":"10000"`), "10001", "payment_mismatch"},
+		{"a zero amount", nil, "0", "registry_bad_response"},
+	} {
+		n.reg.Update("paid", func(a *servicenettest.Agent) { a.Pricing, a.Price.Amount = c.pricing, c.amount })
+		_, err := n.invoke("paid", "", paidInvoke("main", "base-sepolia"))
+		ce := n.refused(err, tip, commands.KindUpstream, c.code, "")
+		if !strings.Contains(ce.Message, "nothing was signed") {
+			t.Errorf("%s: message %q", c.name, ce.Message)
+		}
+	}
+	if n.keys.signs.Load() != 0 || n.reg.PaidAttempts() != 0 {
+		t.Errorf("signed %d, paid attempts %d; want none", n.keys.signs.Load(), n.reg.PaidAttempts())
+	}
+	// The card's own payTo, in another case, and a price below the card's
+	// are paid.
+	for _, c := range []struct{ pricing, amount string }{
+		{`,"amount":"10000","payTo":"` + strings.ToLower(servicenettest.MerchantAddress) + `"`, "10000"},
+		{`,"amount":"10000"`, "9000"},
+	} {
+		n.reg.Update("paid", func(a *servicenettest.Agent) { a.Pricing, a.Price.Amount = pricing(c.pricing), c.amount })
+		if _, err := n.invoke("paid", "", paidInvoke("main", "base-sepolia")); err != nil {
+			t.Errorf("pricing %s, amount %s: %v", c.pricing, c.amount, err)
+		}
 	}
 }

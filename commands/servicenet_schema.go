@@ -96,10 +96,12 @@ func (c *schemaCache) validate(schema, input []byte) ([]Violation, error) {
 		if u.Error == nil || len(out) == maxViolations {
 			continue
 		}
-		out = append(out, Violation{Path: u.InstanceLocation, Message: u.Error.String()})
+		// The schema's messages quote the input, which may be as large as a
+		// request: bounded like every error's text.
+		out = append(out, Violation{Path: CapText(u.InstanceLocation), Message: CapText(u.Error.String())})
 	}
 	if len(out) == 0 {
-		out = []Violation{{Path: "", Message: ve.Error()}}
+		out = []Violation{{Path: "", Message: CapText(ve.Error())}}
 	}
 	return out, nil
 }

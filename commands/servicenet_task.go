@@ -13,9 +13,15 @@ import (
 // maxTaskError bounds the registry's failure reason kept in the chain.
 const maxTaskError = 1024
 
-// Task fetches a task from the registry. When the task has ended and it is one
-// this node invoked, its end is recorded (servicenet.task.completed or
-// servicenet.task.failed), once per task however often it is fetched.
+// Task fetches a task this node invoked from the registry. The owner reads
+// every such task; an agent token reads the tasks invoked by a token acting
+// for the same identity (servicenet.invoked's invoked_by), so a rotated token
+// keeps its identity's tasks. Any other task, one this node never issued
+// included, is 404 task_not_found without a registry call: the registry is
+// asked with the node's own credentials, which must not read for a token what
+// that token may not read. When the task has ended, its end is recorded
+// (servicenet.task.completed or servicenet.task.failed), once per task
+// however often it is fetched.
 func (c *Servicenet) Task(ctx context.Context, a Actor, agentID, taskID string) (servicenet.Task, error) {
 	if err := RequireAgentOrOwner(a); err != nil {
 		return servicenet.Task{}, err
@@ -25,6 +31,15 @@ func (c *Servicenet) Task(ctx context.Context, a Actor, agentID, taskID string) 
 		return servicenet.Task{}, invalidID("agent_id")
 	case !servicenet.ValidID(taskID):
 		return servicenet.Task{}, invalidID("task_id")
+	}
+	rc, ok, err := c.model.TaskReceipt(agentID, taskID)
+	if err != nil {
+		return servicenet.Task{}, err
+	}
+	if !ok || a.Kind == ActorAgent && rc.InvokedBy != a.AgentDID {
+		// The same answer whether the task is unknown or another's, so a
+		// token cannot tell which task ids exist.
+		return servicenet.Task{}, NotFound("task_not_found", "task_id", "no invocation of this node has task %s of agent %s", taskID, agentID)
 	}
 	t, err := c.registry.GetTask(ctx, agentID, taskID)
 	if err != nil {

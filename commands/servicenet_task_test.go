@@ -78,16 +78,15 @@ func TestServicenetAsyncInvoke(t *testing.T) {
 		t.Errorf("model receipt = %+v %v %v", rc, ok, err)
 	}
 
-	// A task this node did not invoke is relayed and never recorded.
+	// A task this node did not invoke is 404 and never asked of the
+	// registry, whatever the registry would answer.
 	tip = n.log.Tip().Seq
-	// (The fake knows only the tasks it accepted; this one answers as told.)
 	n.reg.Add(servicenettest.Agent{ID: "stranger", TaskFault: &servicenettest.Fault{Status: 200,
 		Body: []byte(`{"task_id":"t-strange","status":"completed","result":{}}`)}})
-	if task, err := n.sn.Task(context.Background(), owner, "stranger", "t-strange"); err != nil || task.Status != "completed" {
-		t.Fatalf("task = %+v, %v", task, err)
-	}
-	if n.log.Tip().Seq != tip {
-		t.Errorf("a task of no receipt recorded %v", n.types(tip))
+	_, err = n.sn.Task(context.Background(), owner, "stranger", "t-strange")
+	n.refused(err, tip, commands.KindNotFound, "task_not_found", "task_id")
+	if polls := n.reg.Count(servicenettest.RouteTask, "stranger"); polls != 0 {
+		t.Errorf("a task of no receipt was asked of the registry %d times", polls)
 	}
 
 	// Receipts: unknown → 404; an agent token sees only its own.
@@ -101,6 +100,60 @@ func TestServicenetAsyncInvoke(t *testing.T) {
 	}
 	if _, err := n.sn.Receipt(context.Background(), agentActor("did:key:z6MkMine"), mine.ReceiptID); err != nil {
 		t.Errorf("an agent's own receipt: %v", err)
+	}
+}
+
+// TestServicenetTaskReadableByItsInvoker: an agent token reads the tasks
+// invoked for its identity, by any of its tokens; the owner reads every
+// task; another agent, a task under another agent's id and a task this node
+// never issued are 404 task_not_found, and the registry is not asked.
+func TestServicenetTaskReadableByItsInvoker(t *testing.T) {
+	n := newSNNode(t, snConfig{})
+	n.reg.Add(servicenettest.Agent{ID: "a", Async: &servicenettest.Async{}})
+	n.reg.Add(servicenettest.Agent{ID: "b", Async: &servicenettest.Async{}})
+	mine := agentActor("did:key:z6MkMine")
+	ownerRes, err := n.invoke("a", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mineRes, err := n.sn.Invoke(context.Background(), mine, "a", commands.InvokeInput{Message: ptr("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotated := mine
+	rotated.TokenID = "another-token-of-mine"
+	tip := n.log.Tip().Seq
+	for _, c := range []struct {
+		name   string
+		a      commands.Actor
+		agent  string
+		taskID string
+	}{
+		{"an agent reads the owner's task", mine, "a", ownerRes.TaskID},
+		{"another agent reads mine", agentActor("did:key:z6MkOther"), "a", mineRes.TaskID},
+		{"a task never issued", mine, "a", "task-999"},
+		{"the owner, a task never issued", owner, "a", "task-999"},
+		{"the owner, its task under another agent", owner, "b", ownerRes.TaskID},
+	} {
+		_, err := n.sn.Task(context.Background(), c.a, c.agent, c.taskID)
+		n.refused(err, tip, commands.KindNotFound, "task_not_found", "task_id")
+	}
+	if polls := n.reg.Count(servicenettest.RouteTask, ""); polls != 0 {
+		t.Errorf("refused reads asked the registry %d times", polls)
+	}
+	for _, c := range []struct {
+		name   string
+		a      commands.Actor
+		taskID string
+	}{
+		{"the owner, its task", owner, ownerRes.TaskID},
+		{"the owner, the agent's task", owner, mineRes.TaskID},
+		{"the agent, its task", mine, mineRes.TaskID},
+		{"another token of the same identity", rotated, mineRes.TaskID},
+	} {
+		if task, err := n.sn.Task(context.Background(), c.a, "a", c.taskID); err != nil || task.Status != "completed" {
+			t.Errorf("%s: %+v, %v", c.name, task, err)
+		}
 	}
 }
 

@@ -254,6 +254,8 @@ func canonicalSHA256(t *testing.T, raw string) string {
 type countingKeys struct {
 	*servicenet.Keystore
 	signs atomic.Int32
+	// fail makes every signature fail, as a remote signer that is down.
+	fail atomic.Bool
 }
 
 func (k *countingKeys) Wallet(ref string) (servicenet.Wallet, error) {
@@ -261,15 +263,19 @@ func (k *countingKeys) Wallet(ref string) (servicenet.Wallet, error) {
 	if err != nil {
 		return nil, err
 	}
-	return countingWallet{w, &k.signs}, nil
+	return countingWallet{w, &k.signs, &k.fail}, nil
 }
 
 type countingWallet struct {
 	servicenet.Wallet
 	signs *atomic.Int32
+	fail  *atomic.Bool
 }
 
 func (w countingWallet) SignTransferAuthorization(ctx context.Context, a servicenet.TransferAuthorization) ([]byte, error) {
+	if w.fail.Load() {
+		return nil, errors.New("the signer is unavailable")
+	}
 	w.signs.Add(1)
 	return w.Wallet.SignTransferAuthorization(ctx, a)
 }

@@ -168,6 +168,9 @@ var commandStatus = map[commands.Kind]int{
 	// The registry proxy's upstream failures (wire.md §1).
 	commands.KindUpstream:        http.StatusBadGateway,
 	commands.KindUpstreamTimeout: http.StatusGatewayTimeout,
+	// A fault of the node's own that its operator must fix, which the
+	// message says (wallet_unusable); logged at Error like any 500.
+	commands.KindFault: http.StatusInternalServerError,
 }
 
 // errorBody is the JSON shape of every failure (wire.md §1).
@@ -204,9 +207,20 @@ func (b errorBody) MarshalJSON() ([]byte, error) {
 }
 
 // errorResponse is the one function that turns an error into an HTTP status and
-// body. internal reports whether the client was given a generic message in place of
-// err, which the caller must then log.
+// body. internal reports whether the failure is the node's own, which the caller
+// must then log with err's detail: the client was given a generic message in
+// place of err, or (commands.KindFault) a message that says what the operator
+// must fix without the detail.
 func errorResponse(err error) (status int, body errorBody, internal bool) {
+	status, body, internal = errorStatus(err)
+	// The one place every answered error passes: what it repeats of a
+	// client's value is bounded here (commands.CapText, docs/limits.md).
+	body.Error = commands.CapText(body.Error)
+	return status, body, internal
+}
+
+// errorStatus is errorResponse before the text is bounded.
+func errorStatus(err error) (status int, body errorBody, internal bool) {
 	var e *Error
 	var ce *commands.Error
 	switch {
@@ -214,7 +228,7 @@ func errorResponse(err error) (status int, body errorBody, internal bool) {
 		return e.Status, errorBody{Error: e.Message, Code: e.Code, Field: e.Field}, e.Status >= 500
 	case errors.As(err, &ce) && commandStatus[ce.Kind] != 0:
 		status := commandStatus[ce.Kind]
-		return status, errorBody{Error: ce.Message, Code: ce.Code, Field: ce.Field, Details: ce.Details}, false
+		return status, errorBody{Error: ce.Message, Code: ce.Code, Field: ce.Field, Details: ce.Details}, ce.Kind == commands.KindFault
 	case errors.Is(err, eventlog.ErrFailed), errors.Is(err, eventlog.ErrClosed):
 		// Fail-stop: the log refuses writes until an operator restarts the node, and
 		// health says so too.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/commands"
@@ -365,4 +366,86 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestServicenetHTTPWalletUnusable: a payment account whose key file others
+// may read is not signed with, and the client is told why (500
+// wallet_unusable, with what to do) without the path of the key file;
+// nothing is appended. Fixed, the same call pays.
+func TestServicenetHTTPWalletUnusable(t *testing.T) {
+	n := newSNHTTPNode(t)
+	n.reg.Add(servicenettest.Agent{ID: "paid", Price: &servicenettest.Price{Version: 1}})
+	n.post("/v1/admin/payment-accounts", testToken, `{"ref":"main"}`).wantOK(t, nil)
+	keyFile := filepath.Join(n.keyDir, "main.key")
+	if err := os.Chmod(keyFile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tip := n.log.Tip().Seq
+	body := `{"message":"hi","settlement":{"layer":"web3","rail":"x402","request":{"protocol":"x402","payment_account_ref":"main","network":"base-sepolia"}}}`
+	r := n.post(snPath+"/paid/invoke", testToken, body)
+	m := r.wantErrorBody(t, 500, "wallet_unusable", "")
+	var msg string
+	json.Unmarshal(m["error"], &msg)
+	if !strings.Contains(msg, "chmod 600") || !strings.Contains(msg, "main") || strings.Contains(string(r.body), n.keyDir) || strings.Contains(string(r.body), "wallets") {
+		t.Errorf("message %q: want the account, the fix, and no path", msg)
+	}
+	if n.log.Tip().Seq != tip || n.reg.PaidAttempts() != 0 {
+		t.Errorf("an unusable wallet appended %d events or paid %d times", n.log.Tip().Seq-tip, n.reg.PaidAttempts())
+	}
+	if !strings.Contains(n.logs.String(), keyFile) {
+		t.Errorf("the node's log does not name the key file for its operator")
+	}
+	if err := os.Chmod(keyFile, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n.post(snPath+"/paid/invoke", testToken, body).wantOK(t, nil)
+}
+
+// TestErrorTextIsBounded: an error repeats at most errorQuote bytes of any
+// one value it quotes, cut on a character boundary with "…", and at most
+// commands.MaxErrorText bytes in all: a 60 KiB mission id in a 404, a
+// 100,000-character input in invalid_input's violations.
+func TestErrorTextIsBounded(t *testing.T) {
+	n := newSNHTTPNode(t)
+	n.reg.Add(servicenettest.Agent{ID: "typed", InputSchema: json.RawMessage(
+		`{"type":"object","properties":{"text":{"type":"string","pattern":"^a$"},"mail":{"format":"email"}}}`)})
+	long := strings.Repeat("é", 50_000) // 100,000 bytes, two per character
+	id := strings.Repeat("m", 60<<10)
+	r := n.get("/v1/core/missions/" + id)
+	m := r.wantErrorBody(t, 404, "mission_not_found", "")
+	checkBounded(t, "mission_not_found", m["error"], "m")
+
+	r = n.post(snPath+"/typed/invoke", testToken, `{"message":"hi","input":{"text":"`+long+`","mail":"`+long+`"}}`)
+	m = r.wantErrorBody(t, 400, "invalid_input", "input")
+	var vs []struct{ Path, Message string }
+	if err := json.Unmarshal(m["violations"], &vs); err != nil || len(vs) == 0 {
+		t.Fatalf("violations %s: %v", m["violations"], err)
+	}
+	for _, v := range vs {
+		b, _ := json.Marshal(v.Message)
+		checkBounded(t, "violation", b, "é")
+	}
+	if len(r.body) > 4096 {
+		t.Errorf("the invalid_input answer is %d bytes", len(r.body))
+	}
+}
+
+// checkBounded checks that the JSON string raw repeats at most
+// commands.MaxErrorQuote bytes of the run of rep and is valid UTF-8 with
+// "…" where it was cut.
+func checkBounded(t *testing.T, what string, raw json.RawMessage, rep string) {
+	t.Helper()
+	var msg string
+	if err := json.Unmarshal(raw, &msg); err != nil {
+		t.Fatal(err)
+	}
+	if len(msg) > commands.MaxErrorText+len("…") {
+		t.Errorf("%s: message of %d bytes", what, len(msg))
+	}
+	if strings.Contains(msg, strings.Repeat(rep, commands.MaxErrorQuote/len(rep)+1)) {
+		t.Errorf("%s: message repeats more than %d bytes of the value: %.300s", what, commands.MaxErrorQuote, msg)
+	}
+	if !strings.Contains(msg, rep+"…") || !utf8.ValidString(msg) {
+		t.Errorf("%s: message %.300q is not cut with … on a character boundary", what, msg)
+	}
 }

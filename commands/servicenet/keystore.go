@@ -38,6 +38,17 @@ var refPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 // keeps a ref a plain file name: no separator, no leading dot, no "..".
 func ValidRef(ref string) bool { return refPattern.MatchString(ref) }
 
+// KeyFileError is a payment account's key file the node will not sign with.
+// Reason says why, and what to do, without the file's path, so it may be
+// shown to a client; Error names the path too, for the node's own log.
+type KeyFileError struct {
+	Ref, Path, Reason string
+}
+
+func (e *KeyFileError) Error() string {
+	return fmt.Sprintf("payment account %q: key file %s %s", e.Ref, e.Path, e.Reason)
+}
+
 // Keystore keeps payment-account keys in one directory.
 type Keystore struct{ dir string }
 
@@ -140,11 +151,11 @@ func (k *Keystore) load(ref string) (*EVMWallet, error) {
 		return nil, fmt.Errorf("payment account %q: %w", ref, err)
 	}
 	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("payment account %q: key file %s is not a regular file", ref, name)
+		return nil, &KeyFileError{Ref: ref, Path: name, Reason: "is not a regular file"}
 	}
 	if perm := info.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("payment account %q: key file %s has mode %04o and is accessible by group or others; it must be 0600 (chmod 600 %s)",
-			ref, name, perm, name)
+		return nil, &KeyFileError{Ref: ref, Path: name, Reason: fmt.Sprintf(
+			"has mode %04o and is accessible by group or others, so the key may already be exposed; it must be 0600 (run chmod 600 on it)", perm)}
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxKeyFileSize+1))
 	if err != nil {
@@ -153,11 +164,11 @@ func (k *Keystore) load(ref string) (*EVMWallet, error) {
 	// The decoding errors are not wrapped: they would quote key material.
 	raw, err := hex.DecodeString(strings.TrimSpace(string(b)))
 	if err != nil || len(b) > maxKeyFileSize {
-		return nil, fmt.Errorf("payment account %q: key file %s does not hold a hex secp256k1 key", ref, name)
+		return nil, &KeyFileError{Ref: ref, Path: name, Reason: "does not hold a hex secp256k1 key"}
 	}
 	key, err := crypto.ToECDSA(raw)
 	if err != nil {
-		return nil, fmt.Errorf("payment account %q: key file %s does not hold a valid secp256k1 key", ref, name)
+		return nil, &KeyFileError{Ref: ref, Path: name, Reason: "does not hold a valid secp256k1 key"}
 	}
 	return newEVMWallet(key), nil
 }

@@ -45,6 +45,14 @@ const (
 	clockSkewAllowance = 600 * time.Second
 )
 
+// MaxValiditySeconds bounds a requirement's maxTimeoutSeconds: how long after
+// it is signed a payment may still be submitted. x402 servers ask for 60 to
+// 300 seconds, the time to do the work and settle; an hour leaves room for a
+// slow agent, while a signature valid for days or years would be a bearer
+// cheque the node could not take back. A requirement beyond it is outside the
+// registry's contract and is not paid (docs/limits.md).
+const MaxValiditySeconds = 3600
+
 // ErrNoAcceptablePayment: none of a registry's payment requirements can be
 // paid from the requested network with the exact scheme and EIP-3009.
 var ErrNoAcceptablePayment = errors.New("no acceptable payment requirement")
@@ -183,6 +191,10 @@ func parseRequirement(raw json.RawMessage, version int) (Requirement, error) {
 	if w.MaxTimeoutSeconds < 0 {
 		return Requirement{}, fmt.Errorf("maxTimeoutSeconds %d is negative", w.MaxTimeoutSeconds)
 	}
+	if w.MaxTimeoutSeconds > MaxValiditySeconds {
+		return Requirement{}, fmt.Errorf("maxTimeoutSeconds %d is beyond the %d seconds a payment of this node may stay valid",
+			w.MaxTimeoutSeconds, MaxValiditySeconds)
+	}
 	if bytes.Equal(w.Extra, []byte("null")) {
 		w.Extra = nil
 	}
@@ -296,6 +308,9 @@ func NewAuthorization(req Requirement, from string, now time.Time, nonce [32]byt
 	timeout := req.MaxTimeoutSeconds
 	if timeout <= 0 {
 		timeout = defaultMaxTimeoutSeconds
+	}
+	if timeout > MaxValiditySeconds {
+		return TransferAuthorization{}, fmt.Errorf("authorize payment: maxTimeoutSeconds %d is beyond %d", timeout, MaxValiditySeconds)
 	}
 	validAfter := max(now.Add(-clockSkewAllowance).Unix(), 0)
 	return TransferAuthorization{

@@ -199,6 +199,9 @@ func TestParsePaymentRequiredMalformed(t *testing.T) {
 		{"amount over uint256", nil, v1(withMember(t, v1Requirement, "maxAmountRequired",
 			`"`+new(big.Int).Lsh(big.NewInt(1), 256).String()+`"`)), "exceeds uint256"},
 		{"negative timeout", nil, v1(withMember(t, v1Requirement, "maxTimeoutSeconds", `-1`)), "negative"},
+		{"timeout beyond the bound", nil, v1(withMember(t, v1Requirement, "maxTimeoutSeconds", `3601`)), "beyond the 3600 seconds"},
+		{"timeout of 2^63-1", nil, v1(withMember(t, v1Requirement, "maxTimeoutSeconds", `9223372036854775807`)), "beyond the 3600 seconds"},
+		{"timeout past int64", nil, v1(withMember(t, v1Requirement, "maxTimeoutSeconds", `1e30`)), "decode JSON"},
 		{"v2 resource not an object", headerWith("PAYMENT-REQUIRED",
 			b64(`{"x402Version":2,"resource":"x","accepts":[`+v2Requirement+`]}`)), nil, "resource"},
 	}
@@ -398,6 +401,13 @@ func TestNewAuthorization(t *testing.T) {
 		}
 		if got := a.ValidBefore.Int64() - now.Unix(); got != 60 {
 			t.Errorf("validBefore = now + %d, want now + 60", got)
+		}
+	})
+	t.Run("timeout beyond the bound", func(t *testing.T) {
+		r := req
+		r.MaxTimeoutSeconds = MaxValiditySeconds + 1
+		if _, err := NewAuthorization(r, testPayer, now, nonce); err == nil || !strings.Contains(err.Error(), "maxTimeoutSeconds") {
+			t.Errorf("error %v, want one naming maxTimeoutSeconds", err)
 		}
 	})
 	t.Run("validAfter never negative", func(t *testing.T) {

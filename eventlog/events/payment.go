@@ -7,11 +7,12 @@ import "encoding/json"
 // x402 payment is payment.authorized, then payment.settled with rail "x402"
 // and no mission_id.
 const (
-	// TypePaymentAuthorized records a payment the node is about to sign,
-	// after the spending limits allowed it. It is recorded before the
-	// signature exists, so a crash cannot leave a signed payment unaccounted:
-	// an authorization counts against the day's limit whether or not the
-	// registry then settles it.
+	// TypePaymentAuthorized records a payment the spending limits allowed and
+	// the payment account signed. It is recorded before the signature leaves
+	// the node, so a crash cannot leave a sent payment unaccounted, and only
+	// once the signature exists, so a payment that could not be signed never
+	// counts: an authorization counts against the day's limit whether or not
+	// the registry then settles it.
 	TypePaymentAuthorized = "payment.authorized"
 )
 
