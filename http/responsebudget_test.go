@@ -103,6 +103,18 @@ func TestResponseBudgetRefusesReadersOverIt(t *testing.T) {
 	}
 	n.pageThrough(t, "", 1000, budgetPage)
 	waitBudgetFree(t, n.srv.budget)
+
+	fams, _ := scrape(t, n, testToken)
+	if got := sample(t, fams, "civnode_http_response_budget_refusals_total", nil).GetCounter().GetValue(); got < 3 {
+		t.Errorf("refusals_total %v, want at least 3", got)
+	}
+	if got := sample(t, fams, "civnode_http_response_budget_bytes", nil).GetGauge().GetValue(); got != float64(n.srv.pageReservation()) {
+		t.Errorf("response_budget_bytes %v, want one page reservation, %d", got, n.srv.pageReservation())
+	}
+	// The scrape's own answer holds a chunk while it is built.
+	if got := sample(t, fams, "civnode_http_response_budget_used_bytes", nil).GetGauge().GetValue(); got > chunkSize {
+		t.Errorf("response_budget_used_bytes %v once every page is sent", got)
+	}
 }
 
 // TestResponseBudgetWaitIsBrief: a reader over the budget waits in line; when
