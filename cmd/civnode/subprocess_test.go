@@ -431,8 +431,14 @@ type process struct {
 
 func startProcess(t *testing.T, dir string) *process {
 	t.Helper()
+	return startProcessArgs(t, dir)
+}
+
+// startProcessArgs is startProcess with more serve flags.
+func startProcessArgs(t *testing.T, dir string, extra ...string) *process {
+	t.Helper()
 	p := &process{stderr: &syncBuffer{}, waited: make(chan struct{})}
-	p.cmd = exec.Command(civnodeBin, "serve", "--data-dir", dir, "--addr", "127.0.0.1:0")
+	p.cmd = exec.Command(civnodeBin, append([]string{"serve", "--data-dir", dir, "--addr", "127.0.0.1:0"}, extra...)...)
 	p.cmd.Stderr = p.stderr
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
