@@ -66,7 +66,7 @@ func (s *Server) handleIdentities(w http.ResponseWriter, r *http.Request, _ http
 	if err != nil {
 		return err
 	}
-	ids, next, err := s.identities.List(projections.Page{Cursor: cursor, Limit: limit, Bytes: s.pageBytes})
+	ids, next, err := s.identities.List(projections.Page{Cursor: cursor, Limit: limit, Bytes: s.itemBytes(r.Context())})
 	if err != nil {
 		return cursorError(err)
 	}

@@ -57,6 +57,7 @@ const (
 	codeRateLimited        = "rate_limited"
 	codeTooManyStreams     = "too_many_streams"
 	codeTooManyConnections = "too_many_connections"
+	codeBusy               = "busy" // the response budget (responsebudget.go)
 	// A hash tile beyond the Merkle tree (transparency.go).
 	codeTileNotFound = "tile_not_found"
 	// The MCP transport's own refusals (mcp.go).
@@ -225,7 +226,9 @@ func errorStatus(err error) (status int, body errorBody, internal bool) {
 	var ce *commands.Error
 	switch {
 	case errors.As(err, &e) && e.Status >= 400 && e.Status <= 599:
-		return e.Status, errorBody{Error: e.Message, Code: e.Code, Field: e.Field}, e.Status >= 500
+		// A 5xx that says when to come back is the node shedding load, not a
+		// fault to log at Error (one line per refused reader).
+		return e.Status, errorBody{Error: e.Message, Code: e.Code, Field: e.Field}, e.Status >= 500 && e.RetryAfter == 0
 	case errors.As(err, &ce) && commandStatus[ce.Kind] != 0:
 		status := commandStatus[ce.Kind]
 		return status, errorBody{Error: ce.Message, Code: ce.Code, Field: ce.Field, Details: ce.Details}, ce.Kind == commands.KindFault

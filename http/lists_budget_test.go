@@ -107,3 +107,52 @@ func TestAuditStopsAtByteBudget(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// TestMissionListsBudgetWhatIsWritten: the byte budget counts a mission as it
+// is written, not as it is stored. Results of control characters are six times
+// their stored size once escaped (\u0001); every page of every mission list,
+// and missions/my, still fits the budget as written, and paging still visits
+// every mission once.
+func TestMissionListsBudgetWhatIsWritten(t *testing.T) {
+	const budget = 64 << 10
+	w := newMissionWorldOn(t, newCivNodeServing(t, nil, func(o *Options) { o.PageBytes = budget }))
+	var want []string
+	for range 16 {
+		rec := w.create(w.tokens["pub"], nil)
+		w.step(rec.MissionID, "claim", w.tokens["ada"], map[string]any{"claimer": "ada"}).wantOK(t, nil)
+		w.step(rec.MissionID, "complete", w.tokens["ada"], map[string]any{"result": strings.Repeat("\x01", 2<<10)}).wantOK(t, nil)
+		want = append(want, rec.MissionID)
+	}
+	for _, path := range []string{"/v1/core/missions", "/v1/supervision/missions"} {
+		var got []string
+		cursor := ""
+		for pages := 1; ; pages++ {
+			var page struct {
+				Missions   []missionRec `json:"missions"`
+				NextCursor *string      `json:"next_cursor"`
+			}
+			q := path + "?state=completed&limit=1000"
+			if cursor != "" {
+				q += "&cursor=" + cursor
+			}
+			r := w.get(q).wantOK(t, &page)
+			if len(page.Missions) == 0 || len(r.body) > budget {
+				t.Fatalf("%s page %d: %d missions in %d bytes, budget %d", path, pages, len(page.Missions), len(r.body), budget)
+			}
+			for _, m := range page.Missions {
+				got = append(got, m.MissionID)
+			}
+			if page.NextCursor == nil {
+				break
+			}
+			cursor = *page.NextCursor
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("%s: paging gave %v, want every mission once in order %v", path, got, want)
+		}
+	}
+	r := w.get("/v1/core/missions/my?public_id=ada&limit=1000").wantOK(t, nil)
+	if r.header.Get(PageTruncatedHeader) != "true" || len(r.body) > budget {
+		t.Fatalf("missions/my: %d bytes against a budget of %d, truncated header %q", len(r.body), budget, r.header.Get(PageTruncatedHeader))
+	}
+}

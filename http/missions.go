@@ -65,7 +65,7 @@ func (s *Server) listMissions(ctx context.Context, q url.Values) (missionsRespon
 	if err != nil {
 		return missionsResponse{}, err
 	}
-	ms, next, err := s.missions.List(f, projections.Page{Cursor: cursor, Limit: limit, Bytes: s.pageBudget(ctx)})
+	ms, next, err := s.missions.List(f, projections.Page{Cursor: cursor, Limit: limit, Bytes: s.itemBytes(ctx)})
 	if err != nil {
 		return missionsResponse{}, cursorError(err)
 	}
@@ -158,9 +158,9 @@ type myMissionsResponse struct {
 }
 
 // handleMyMissions lists the missions an identity claimed and those it
-// published, the newest limit (default 100) of each, oldest first, each list
-// within the page byte budget (a list it cut is marked with
-// PageTruncatedHeader). Like the
+// published, the newest limit (default 100) of each, oldest first, the two
+// lists sharing the page byte budget half and half (a list it cut is marked
+// with PageTruncatedHeader). Like the
 // supervision home, the owner reads any identity's and an agent token only its
 // own identity's.
 func (s *Server) handleMyMissions(w http.ResponseWriter, r *http.Request) error {
@@ -185,7 +185,7 @@ func (s *Server) handleMyMissions(w http.ResponseWriter, r *http.Request) error 
 			return err
 		}
 	}
-	claimed, published, cut, err := s.missions.Mine(id.AgentDID, limit, s.pageBytes)
+	claimed, published, cut, err := s.missions.Mine(id.AgentDID, limit, s.itemBytes(r.Context())/2)
 	if err != nil {
 		return err
 	}
@@ -268,7 +268,7 @@ func (s *Server) handleSupervisionMissions(w http.ResponseWriter, r *http.Reques
 	if err != nil {
 		return err
 	}
-	ms, next, err := s.missions.Supervise(f, projections.Page{Cursor: cursor, Limit: limit, Bytes: s.pageBytes})
+	ms, next, err := s.missions.Supervise(f, projections.Page{Cursor: cursor, Limit: limit, Bytes: s.itemBytes(r.Context())})
 	if err != nil {
 		return cursorError(err)
 	}

@@ -136,6 +136,7 @@ type serverCollector struct {
 	s *Server
 
 	tip, healthy, clients, drops, published *prometheus.Desc
+	budgetUsed, budgetSize, budgetRefused   *prometheus.Desc
 }
 
 func newServerCollector(s *Server) *serverCollector {
@@ -147,12 +148,22 @@ func newServerCollector(s *Server) *serverCollector {
 		drops: prometheus.NewDesc("civnode_stream_dropped_clients_total",
 			"Stream clients closed for falling behind: their subscription overflowed or one write timed out.", nil, nil),
 		published: prometheus.NewDesc("civnode_stream_published_events_total", "Events published on the embedded NATS server.", nil, nil),
+		budgetUsed: prometheus.NewDesc("civnode_http_response_budget_used_bytes",
+			"Bytes of response bodies held in memory now, against the node-wide response budget.", nil, nil),
+		budgetSize: prometheus.NewDesc("civnode_http_response_budget_bytes", "The node-wide response budget (--response-budget).", nil, nil),
+		budgetRefused: prometheus.NewDesc("civnode_http_response_budget_refusals_total",
+			"Reads answered 503 busy because the response budget could not admit them in time.", nil, nil),
 	}
 }
 
 func (c *serverCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.tip
 	ch <- c.healthy
+	if c.s.budget != nil {
+		ch <- c.budgetUsed
+		ch <- c.budgetSize
+		ch <- c.budgetRefused
+	}
 	if c.s.streams.stream != nil {
 		ch <- c.clients
 		ch <- c.drops
@@ -167,6 +178,11 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 		healthy = 0
 	}
 	ch <- prometheus.MustNewConstMetric(c.healthy, prometheus.GaugeValue, healthy)
+	if b := c.s.budget; b != nil {
+		ch <- prometheus.MustNewConstMetric(c.budgetUsed, prometheus.GaugeValue, float64(b.inUse.Load()))
+		ch <- prometheus.MustNewConstMetric(c.budgetSize, prometheus.GaugeValue, float64(b.size))
+		ch <- prometheus.MustNewConstMetric(c.budgetRefused, prometheus.CounterValue, float64(b.refused.Load()))
+	}
 	if st := c.s.streams.stream; st != nil {
 		status := st.Status()
 		ch <- prometheus.MustNewConstMetric(c.clients, prometheus.GaugeValue, float64(status.StreamClients))

@@ -2,6 +2,7 @@ package http
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -97,3 +98,16 @@ func (p *listWriter) add(item []byte) (bool, error) {
 }
 
 var comma = []byte{','}
+
+// listFrameMax bounds what a list answered with writeJSON adds around its
+// items: {"missions":[ … ],"next_cursor":"<cursor>"} and a newline, or the
+// members around the supervision home's active missions. The projections
+// count each item as written, comma included (projections.Page), so items
+// within itemBytes make a body within the page budget.
+const listFrameMax = 1024
+
+// itemBytes is the page budget left for the items of a list that writeJSON
+// frames.
+func (s *Server) itemBytes(ctx context.Context) int {
+	return max(1, s.pageBudget(ctx)-listFrameMax)
+}

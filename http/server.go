@@ -37,6 +37,12 @@ type Options struct {
 	// DefaultPageBytes): a page ends before the item that would take its body
 	// over it, though never before its first item. See docs/limits.md.
 	PageBytes int
+	// ResponseBudget bounds the bytes of response bodies held in memory at
+	// once, over all requests (responsebudget.go): a read over it waits up to
+	// a second, then is answered 503 busy with Retry-After. Default
+	// DefaultResponseBudgetPages × PageBytes; at least one page (PageBytes
+	// and a chunk); negative: no budget. See docs/limits.md.
+	ResponseBudget int64
 
 	// RateLimit is each token's rate limit, in requests a second, on the
 	// routes it covers (every authenticated POST, the registry proxy, GET
@@ -182,6 +188,10 @@ type Server struct {
 	// listSlots admits the list handlers that may build a page as large as the
 	// byte budget, GOMAXPROCS-1 (at least 1) at a time (withListSlot).
 	listSlots chan struct{}
+	// budget bounds the response bytes held at once (responsebudget.go); nil:
+	// none. budgetWait is the longest a read waits for it (tests shorten it).
+	budget     *responseBudget
+	budgetWait time.Duration
 
 	// handlers counts the handler goroutines withTimeout runs, which may outlive
 	// their request once abandoned: Serve waits for them, so that the caller does
@@ -281,6 +291,13 @@ func New(opts Options) *Server {
 		listSlots:       make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1)),
 		writeTimeout:    responseWriteTimeout,
 		exportWriteIdle: exportWriteIdle,
+		budgetWait:      budgetWait,
+	}
+	if budget := opts.ResponseBudget; budget >= 0 {
+		if budget == 0 {
+			budget = DefaultResponseBudgetPages * int64(opts.PageBytes)
+		}
+		s.budget = newResponseBudget(max(budget, s.pageReservation()))
 	}
 	if opts.RateLimit > 0 && !math.IsInf(opts.RateLimit, 1) {
 		s.tokenLimits = newKeyedLimiters(rate.Limit(opts.RateLimit), opts.RateBurst, maxLimiterKeys)
@@ -310,8 +327,8 @@ func New(opts Options) *Server {
 
 // routes is the table of endpoints.
 func (s *Server) routes() {
-	s.handle(http.MethodGet, "/v1/health", s.handleHealth, routePublic)
-	s.handle(http.MethodPost, "/v1/node/proof", s.handleNodeProof, routePublic)
+	s.handle(http.MethodGet, "/v1/health", s.handleHealth, routePublic|routeNoBudget)
+	s.handle(http.MethodPost, "/v1/node/proof", s.handleNodeProof, routePublic|routeNoBudget)
 	s.handle(http.MethodGet, "/v1/state", s.handleState, 0)
 	s.handle(http.MethodGet, "/v1/events", s.handleEvents, routeObserver|routeList|routeLimited)
 	s.handle(http.MethodGet, "/v1/events/export", s.handleExport, routeStreaming|routeObserver|routeLimited)
@@ -395,6 +412,10 @@ const (
 	// to observers (wire.md §11: the transparency log is read by the owner
 	// and observers).
 	routeNoAgent
+	// routeNoBudget keeps a route's small answers out of the response budget,
+	// so that it never waits behind readers (GET /v1/health, POST
+	// /v1/node/proof).
+	routeNoBudget
 )
 
 // handle registers h. The timeout is outermost so that authentication, including
@@ -431,11 +452,15 @@ func (s *Server) handle(method, path string, h handler, flags routeFlags) {
 	if flags&routeQueryToken != 0 {
 		next = tokenFromQuery(next)
 	}
+	budget := s.budget
+	if flags&routeNoBudget != 0 {
+		budget = nil
+	}
 	switch {
 	case flags&routeRegistry != 0:
-		next = s.withTimeoutOf(func() time.Duration { return s.registryTimeout }, next)
+		next = s.withTimeoutOf(func() time.Duration { return s.registryTimeout }, budget, next)
 	case flags&routeStreaming == 0:
-		next = s.withTimeout(next)
+		next = s.withTimeoutOf(func() time.Duration { return s.handlerTimeout }, budget, next)
 	}
 	named := func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		if rec, ok := w.(*statusRecorder); ok {

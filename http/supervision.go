@@ -29,7 +29,7 @@ func (s *Server) handleSupervisionIdentities(w http.ResponseWriter, r *http.Requ
 	if err != nil {
 		return err
 	}
-	ids, next, err := s.identities.Supervise(projections.Page{Cursor: cursor, Limit: limit, Bytes: s.pageBytes})
+	ids, next, err := s.identities.Supervise(projections.Page{Cursor: cursor, Limit: limit, Bytes: s.itemBytes(r.Context())})
 	if err != nil {
 		return cursorError(err)
 	}
@@ -87,7 +87,7 @@ func (s *Server) handleSupervisionHome(w http.ResponseWriter, r *http.Request, _
 	}
 	resp := homeResponse{Identity: rec, Profile: profile, ActiveMissions: []projections.MissionRecord{}, RecentEvents: []json.RawMessage{}}
 	if s.missions != nil {
-		if resp.ActiveMissions, err = s.missions.Active(rec.AgentDID, homeActiveMissions, s.pageBytes); err != nil {
+		if resp.ActiveMissions, err = s.missions.Active(rec.AgentDID, homeActiveMissions, s.itemBytes(r.Context())); err != nil {
 			return err
 		}
 	}

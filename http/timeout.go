@@ -26,18 +26,23 @@ import (
 // set once the response is ready: a client that does not read is dropped then,
 // which frees the response and the connection. A timed request therefore holds a
 // connection for at most the handler timeout plus the write timeout.
+//
+// The buffer takes its bytes from the response budget (responsebudget.go) as it
+// grows, and gives them back once it has been copied out or dropped.
 func (s *Server) withTimeout(next httprouter.Handle) httprouter.Handle {
-	return s.withTimeoutOf(func() time.Duration { return s.handlerTimeout }, next)
+	return s.withTimeoutOf(func() time.Duration { return s.handlerTimeout }, s.budget, next)
 }
 
 // withTimeoutOf is withTimeout with the timeout timeout returns, read per
-// request so that tests may shorten it.
-func (s *Server) withTimeoutOf(timeout func() time.Duration, next httprouter.Handle) httprouter.Handle {
+// request so that tests may shorten it, and the response budget budget (nil:
+// the response is not counted).
+func (s *Server) withTimeoutOf(timeout func() time.Duration, budget *responseBudget, next httprouter.Handle) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		ctx, cancel := context.WithTimeout(r.Context(), timeout())
 		defer cancel()
 		r = r.WithContext(ctx)
-		tw := &timeoutWriter{h: make(http.Header), buf: &chunkBuffer{}}
+		tw := &timeoutWriter{h: make(http.Header), buf: &chunkBuffer{}, budget: budget, ctx: ctx, wait: s.budgetWait,
+			refusable: r.Method == http.MethodGet || r.Method == http.MethodHead}
 		done := make(chan struct{})
 		panicked := make(chan *handlerPanic, 1)
 		s.handlers.Add(1)
@@ -56,13 +61,13 @@ func (s *Server) withTimeoutOf(timeout func() time.Duration, next httprouter.Han
 			// Re-raised here so the router's panic handler answers on this goroutine.
 			panic(p)
 		case <-done:
-			s.sendBuffered(w, tw)
+			s.sendBuffered(w, r, tw)
 		case <-ctx.Done():
 			tw.mu.Lock()
 			select {
 			case <-done: // finished just in time; its answer wins
 				tw.mu.Unlock()
-				s.sendBuffered(w, tw)
+				s.sendBuffered(w, r, tw)
 				return
 			case p := <-panicked:
 				tw.mu.Unlock()
@@ -72,6 +77,7 @@ func (s *Server) withTimeoutOf(timeout func() time.Duration, next httprouter.Han
 			tw.abandoned = true
 			tw.buf.Reset()
 			tw.buf = nil
+			tw.releaseBudget()
 			tw.mu.Unlock()
 			if r.ContentLength != 0 { // a body, declared or chunked, may be unread
 				s.endRequestBody(w)
@@ -83,12 +89,24 @@ func (s *Server) withTimeoutOf(timeout func() time.Duration, next httprouter.Han
 }
 
 // sendBuffered copies a finished handler's response to the client under the
-// write deadline and recycles the buffer.
-func (s *Server) sendBuffered(w http.ResponseWriter, tw *timeoutWriter) {
+// write deadline and recycles the buffer. The budget the response holds is
+// given back once the copy has ended: the client has taken the body, or has
+// been cut off at the deadline. A response the budget refused is answered 503
+// busy instead, whatever the handler made of the refusal.
+func (s *Server) sendBuffered(w http.ResponseWriter, r *http.Request, tw *timeoutWriter) {
 	s.setWriteDeadline(w)
+	if tw.busy {
+		tw.buf.Reset()
+		tw.buf = nil
+		tw.releaseBudget()
+		s.writeError(w, r, errBusy)
+		return
+	}
+	tw.trimBudget()
 	err := tw.copyTo(w)
 	tw.buf.Reset()
 	tw.buf = nil
+	tw.releaseBudget()
 	if s.responseSent != nil {
 		s.responseSent(err)
 	}
@@ -138,6 +156,18 @@ type timeoutWriter struct {
 	buf       *chunkBuffer // nil once abandoned
 	status    int
 	abandoned bool // the client has been answered; later writes go nowhere
+
+	// The response budget (responsebudget.go); nil: not counted.
+	budget *responseBudget
+	ctx    context.Context // the request's, which ends a wait for the budget
+	wait   time.Duration   // the longest this response waits for the budget, in all
+	// waitUntil ends every wait of this response; set by its first.
+	waitUntil time.Time
+	// refusable: a read (GET, HEAD), which the budget may refuse. Any other
+	// answer, and an error body, takes its bytes at once (force).
+	refusable bool
+	held      int64 // bytes of the budget this response holds
+	busy      bool  // the budget refused this response: it is answered 503 busy
 }
 
 func (tw *timeoutWriter) Header() http.Header { return tw.h }
@@ -186,11 +216,95 @@ func (tw *timeoutWriter) Write(p []byte) (int, error) {
 	if tw.status == 0 {
 		tw.status = http.StatusOK
 	}
+	if err := tw.grow(len(p)); err != nil {
+		return 0, err
+	}
 	return tw.buf.Write(p)
 }
 
+// grow takes from the budget what the buffer needs to hold n more bytes: whole
+// chunks, which is what the buffer allocates. tw.mu is held.
+func (tw *timeoutWriter) grow(n int) error {
+	if tw.budget == nil {
+		return nil
+	}
+	if tw.busy {
+		return errBusy
+	}
+	if need := chunksOf(int64(tw.buf.Len()+n)) - tw.held; need > 0 {
+		return tw.take(need)
+	}
+	return nil
+}
+
+// reserve takes n bytes of the budget up front, less what the response
+// already holds: a list takes its page before it builds it (withListSlot).
+func (tw *timeoutWriter) reserve(n int64) error {
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	if tw.budget == nil || tw.abandoned {
+		return nil
+	}
+	if tw.busy {
+		return errBusy
+	}
+	if need := n - tw.held; need > 0 {
+		return tw.take(need)
+	}
+	return nil
+}
+
+// take takes n bytes of the budget for this response: at once if it is not
+// refusable, else waiting in line until the response's wait runs out or its
+// context ends, after which the response is busy. tw.mu is held; a wait ends
+// with the request's context, which is also what abandonment waits for.
+func (tw *timeoutWriter) take(n int64) error {
+	if !tw.refusable {
+		tw.budget.force(n)
+		tw.held += n
+		return nil
+	}
+	if tw.budget.tryAcquire(n) {
+		tw.held += n
+		return nil
+	}
+	if tw.waitUntil.IsZero() {
+		tw.waitUntil = time.Now().Add(tw.wait)
+	}
+	ctx, cancel := context.WithDeadline(tw.ctx, tw.waitUntil)
+	err := tw.budget.acquire(ctx, n)
+	cancel()
+	if err != nil {
+		tw.busy = true
+		tw.budget.refused.Add(1)
+		return errBusy
+	}
+	tw.held += n
+	return nil
+}
+
+// trimBudget gives back what a finished response reserved and did not use.
+func (tw *timeoutWriter) trimBudget() {
+	if tw.budget == nil {
+		return
+	}
+	if extra := tw.held - chunksOf(int64(tw.buf.Len())); extra > 0 {
+		tw.budget.release(extra)
+		tw.held -= extra
+	}
+}
+
+// releaseBudget gives back all the response holds.
+func (tw *timeoutWriter) releaseBudget() {
+	if tw.budget != nil {
+		tw.budget.release(tw.held)
+		tw.held = 0
+	}
+}
+
 // discard drops the status and body written so far, for a handler that failed
-// after starting its answer; headers stay.
+// after starting its answer; headers stay. The error body that follows is
+// small and always answered: it takes its budget at once.
 func (tw *timeoutWriter) discard() {
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
@@ -199,6 +313,7 @@ func (tw *timeoutWriter) discard() {
 	}
 	tw.status = 0
 	tw.buf.Reset()
+	tw.refusable = false
 }
 
 // handlerPanic carries a panic and the stack where it happened across goroutines,

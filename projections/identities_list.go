@@ -63,8 +63,9 @@ func eachIdentity(v *eventlog.ModelView, after uint64, fn func(*identityState) (
 }
 
 // page returns the identities after pg.Cursor, and the cursor of the next page
-// ("" when this page reaches the end).
-func (p *Identities) page(pg Page) ([]*identityState, string, error) {
+// ("" when this page reaches the end); size is an identity's size as the list
+// writes it (encodedSize).
+func (p *Identities) page(pg Page, size func(*identityState) int) ([]*identityState, string, error) {
 	after, err := decodeCursor(pg.Cursor)
 	if err != nil {
 		return nil, "", err
@@ -76,14 +77,21 @@ func (p *Identities) page(pg Page) ([]*identityState, string, error) {
 	}
 	defer v.Close()
 	var ids []*identityState
-	more, size := false, 0
+	more, used := false, 0
 	err = eachIdentity(v, after, func(id *identityState) (bool, error) {
-		n := identitySize(id)
-		if len(ids) == limit || pg.Bytes > 0 && len(ids) > 0 && size+n > pg.Bytes {
+		if len(ids) == limit {
 			more = true
 			return false, nil
 		}
-		size += n
+		n := 0
+		if pg.Bytes > 0 {
+			n = size(id)
+		}
+		if pg.Bytes > 0 && len(ids) > 0 && used+n > pg.Bytes {
+			more = true
+			return false, nil
+		}
+		used += n
 		ids = append(ids, id)
 		return true, nil
 	})
@@ -97,23 +105,17 @@ func (p *Identities) page(pg Page) ([]*identityState, string, error) {
 	return ids, next, nil
 }
 
-// identitySize estimates an identity's size in a response.
-func identitySize(id *identityState) int {
-	n := 1024 + len(id.DisplayName)
-	for _, s := range id.Capabilities {
-		n += len(s) + 3
-	}
-	for _, s := range id.Subnets {
-		n += len(s) + 3
-	}
-	return n
-}
+// identitySize is an identity's record as the API writes it.
+func identitySize(id *identityState) int { return encodedSize(id.record()) }
+
+// supervisedIdentitySize is an identity's supervised record as written.
+func supervisedIdentitySize(id *identityState) int { return encodedSize(id.supervised()) }
 
 // List returns identity records in creation order after pg.Cursor, and the
 // cursor of the next page ("" at the end). A cursor that was not handed out is
 // ErrBadCursor.
 func (p *Identities) List(pg Page) ([]IdentityRecord, string, error) {
-	ids, next, err := p.page(pg)
+	ids, next, err := p.page(pg, identitySize)
 	if err != nil {
 		return nil, "", err
 	}
@@ -126,7 +128,7 @@ func (p *Identities) List(pg Page) ([]IdentityRecord, string, error) {
 
 // Supervise is List with each identity's profile, for the operator.
 func (p *Identities) Supervise(pg Page) ([]SupervisedIdentity, string, error) {
-	ids, next, err := p.page(pg)
+	ids, next, err := p.page(pg, supervisedIdentitySize)
 	if err != nil {
 		return nil, "", err
 	}

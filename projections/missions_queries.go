@@ -132,8 +132,9 @@ func decodeMissionCursor(s string) (uint64, error) {
 }
 
 // Page bounds one page of a list: at most Limit items (at least 1) and, once it
-// holds one item, no more than Bytes of stored records (0: no byte bound). A
-// page cut short by Bytes hands back a cursor like one cut by Limit.
+// holds one item, no more than Bytes of items as the API writes them (their
+// JSON and the comma between two; encodedSize), 0: no byte bound. A page cut
+// short by Bytes hands back a cursor like one cut by Limit.
 type Page struct {
 	Cursor string
 	Limit  int
@@ -149,7 +150,8 @@ type pagedMission struct {
 // page returns the missions matching f after pg.Cursor, and the cursor of the
 // next page ("" when no match follows). It walks only the smallest index f
 // names, and stops at the first match beyond the page.
-func (p *Missions) page(v *eventlog.ModelView, f MissionFilter, pg Page) ([]pagedMission, string, error) {
+// size is the size of a mission as the list writes it (encodedSize).
+func (p *Missions) page(v *eventlog.ModelView, f MissionFilter, pg Page, size func(*missionState, *string) int) ([]pagedMission, string, error) {
 	after, err := decodeMissionCursor(pg.Cursor)
 	if err != nil {
 		return nil, "", err
@@ -166,7 +168,7 @@ func (p *Missions) page(v *eventlog.ModelView, f MissionFilter, pg Page) ([]page
 	lower := seqKey(prefix, after+1)
 	_, upper := under(prefix[:len(prefix)-1])
 	var out []pagedMission
-	size, more := 0, false
+	used, more := 0, false
 	err = v.Scan(lower, upper, false, func(_, id []byte) (bool, error) {
 		m := &missionState{}
 		found, err := load(v, key(missionRecord, string(id)), m)
@@ -183,18 +185,19 @@ func (p *Missions) page(v *eventlog.ModelView, f MissionFilter, pg Page) ([]page
 			more = true
 			return false, nil
 		}
-		result, n, err := loadResult(v, m)
+		result, _, err := loadResult(v, m)
 		if err != nil {
 			return false, err
 		}
-		// The record's stored size stands for its JSON: both grow with the same
-		// texts, and the bound is on memory, not on exact bytes.
-		n += recordSize(m)
-		if pg.Bytes > 0 && len(out) > 0 && size+n > pg.Bytes {
+		n := 0
+		if pg.Bytes > 0 {
+			n = size(m, result)
+		}
+		if pg.Bytes > 0 && len(out) > 0 && used+n > pg.Bytes {
 			more = true
 			return false, nil
 		}
-		size += n
+		used += n
 		out = append(out, pagedMission{m, result})
 		return true, nil
 	})
@@ -208,10 +211,11 @@ func (p *Missions) page(v *eventlog.ModelView, f MissionFilter, pg Page) ([]page
 	return out, next, nil
 }
 
-// recordSize estimates a record's size from its texts, which dominate it.
-func recordSize(m *missionState) int {
-	return 512 + len(m.Title) + len(m.Description) + len(m.Payload) + 80*len(m.EventIDs)
-}
+// recordSize is the size of a mission's record as the API writes it.
+func recordSize(m *missionState, result *string) int { return encodedSize(m.record(result)) }
+
+// supervisedSize is the size of a mission's supervised record as written.
+func supervisedSize(m *missionState, result *string) int { return encodedSize(m.supervised(result)) }
 
 // List returns mission records matching f in creation order after pg.Cursor,
 // and the cursor of the next page ("" at the end). A cursor that was not
@@ -222,7 +226,7 @@ func (p *Missions) List(f MissionFilter, pg Page) ([]MissionRecord, string, erro
 		return nil, "", err
 	}
 	defer v.Close()
-	ms, next, err := p.page(v, f, pg)
+	ms, next, err := p.page(v, f, pg, recordSize)
 	if err != nil {
 		return nil, "", err
 	}
@@ -240,7 +244,7 @@ func (p *Missions) Supervise(f MissionFilter, pg Page) ([]SupervisedMission, str
 		return nil, "", err
 	}
 	defer v.Close()
-	ms, next, err := p.page(v, f, pg)
+	ms, next, err := p.page(v, f, pg, supervisedSize)
 	if err != nil {
 		return nil, "", err
 	}
@@ -252,8 +256,8 @@ func (p *Missions) Supervise(f MissionFilter, pg Page) ([]SupervisedMission, str
 }
 
 // newest returns the newest missions of index name under value, at most limit
-// and, past the first, at most budget bytes of records (0: no bound), oldest
-// first.
+// and, past the first, at most budget bytes of records as written (encodedSize;
+// 0: no bound), oldest first.
 func newest(v *eventlog.ModelView, name, value string, limit, budget int) (out []MissionRecord, cut bool, err error) {
 	if limit <= 0 {
 		return []MissionRecord{}, false, nil
@@ -266,17 +270,21 @@ func newest(v *eventlog.ModelView, name, value string, limit, budget int) (out [
 		if err != nil || !found {
 			return false, err
 		}
-		result, n, err := loadResult(v, m)
+		result, _, err := loadResult(v, m)
 		if err != nil {
 			return false, err
 		}
-		n += recordSize(m)
+		rec := m.record(result)
+		n := 0
+		if budget > 0 {
+			n = encodedSize(rec)
+		}
 		if budget > 0 && len(out) > 0 && size+n > budget {
 			cut = true
 			return false, nil
 		}
 		size += n
-		out = append(out, m.record(result))
+		out = append(out, rec)
 		return len(out) < limit, nil
 	})
 	if err != nil {

@@ -79,6 +79,30 @@ func encode(v any) ([]byte, error) {
 	return bytes.Clone(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
 }
 
+// encodedSize is the size of v as the API writes it in a list, which is what
+// a page's byte budget counts (Page): its JSON as encoding/json writes it
+// without HTML escaping (http's marshalJSON), and one byte for the comma that
+// separates it from the item before. It counts what is written, not what is
+// stored: a text of control characters is six times its stored size once
+// escaped (\u0001).
+func encodedSize(v any) int {
+	var n countingWriter
+	enc := json.NewEncoder(&n)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return 0 // records always encode; http's own encoding would fail the same
+	}
+	return int(n) // Encode's newline stands for the comma
+}
+
+// countingWriter counts the bytes written to it.
+type countingWriter int
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	*c += countingWriter(len(p))
+	return len(p), nil
+}
+
 // load reads and decodes the value of k into v; ok is false when there is none.
 func load(r reader, k []byte, v any) (bool, error) {
 	b, ok, err := r.Get(k)

@@ -66,7 +66,8 @@ POST /v1/core/missions; SIGTERM, civnode verify --data-dir, and a timed restart;
 RSS is sampled; 100 WebSocket clients of GET /v1/stream while missions are
 created at 1,000 a second, timing each delivery from the event's timestamp
 to its arrival. With --hostile, 300 missions completed with ~1 MiB results are
-read by 8 clients and held unread by 3 while GET /v1/health is polled.
+read in full pages by 128 clients and held unread by 3 while GET /v1/health is
+polled.
 
 --node URL loads a running node on loopback instead (owner token from --token
 or --token-file); the figures that need the process (restart, RSS, verify) are

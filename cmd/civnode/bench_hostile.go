@@ -9,10 +9,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	civhttp "github.com/civnode/civnode/http"
 )
 
 // The hostile phase: the largest events the API accepts, read in the largest
@@ -25,10 +28,17 @@ const (
 	// makes a request body and an event of about 1 MiB, under the body limit.
 	hostileResultChars = 174000
 	hostileWriters     = 4
-	hostileReaders     = 8
-	hostileStalled     = 3
-	hostilePoll        = 100 * time.Millisecond
-	healthTimeout      = 10 * time.Second
+	// hostileReaders is design.md's "128 concurrent full-page readers".
+	hostileReaders = 128
+	hostileStalled = 3
+	hostilePoll    = 100 * time.Millisecond
+	// hostileHealthPoll spaces the health probes, enough of them in a phase
+	// for a p99.
+	hostileHealthPoll = 20 * time.Millisecond
+	healthTimeout     = 10 * time.Second
+	// hostileBlockCache is the node's Pebble block cache (eventlog's default):
+	// with the response budget, what the readers may add to the RSS.
+	hostileBlockCache = 64 << 20
 	// hostileRSSCap ends the reading early when the node's RSS passes it, so that
 	// a node that buffers whole answers does not take the machine down with it.
 	hostileRSSCap = 4000 // MB
@@ -152,17 +162,20 @@ func (b *bench) hostileRead(ctx context.Context) error {
 	}
 
 	var healthMax time.Duration
+	var healthLat []time.Duration
 	var healthFails, polls int
 	var capped bool
 	probe := newLoadClient(1, healthTimeout)
 	defer closeClient(probe)
-	tick := time.NewTicker(hostilePoll)
+	tick := time.NewTicker(hostileHealthPoll)
 	for phase.Err() == nil {
 		t0 := time.Now()
 		if !healthy(ctx, probe, b.target.base) {
 			healthFails++
 		}
-		healthMax = max(healthMax, time.Since(t0))
+		took := time.Since(t0)
+		healthMax = max(healthMax, took)
+		healthLat = append(healthLat, took)
 		polls++
 		if b.node != nil {
 			if rss, _, err := b.node.memory(); err == nil && rss > hostileRSSCap {
@@ -184,6 +197,8 @@ func (b *bench) hostileRead(ctx context.Context) error {
 	b.res.set("hostile_read_mb_per_s", float64(readBytes.Load())/1e6/elapsed.Seconds())
 	b.res.set("hostile_read_errors", float64(readErrs.Load()))
 	b.res.set("hostile_health_max_ms", ms(healthMax))
+	slices.Sort(healthLat)
+	b.res.set("hostile_health_p99_ms", loadResult{lat: healthLat}.quantile(0.99))
 	b.res.set("hostile_health_failures", float64(healthFails))
 	if b.node != nil {
 		var c float64
@@ -197,9 +212,12 @@ func (b *bench) hostileRead(ctx context.Context) error {
 		}
 		b.res.set("hostile_hwm_after_mb", hwm)
 		b.res.set("hostile_rss_rise_mb", hwm-hwmBefore)
+		// The node bench starts runs with the default budgets.
+		b.res.set("hostile_rss_allowance_mb", float64(hostileBlockCache+civhttp.DefaultResponseBudgetPages*civhttp.DefaultPageBytes)/1e6)
 	}
 	b.log.Info("bench: hostile: done", "full_reads", reads.Load(), "read_errors", readErrs.Load(),
-		"health_polls", polls, "health_max_ms", round3(ms(healthMax)), "health_failures", healthFails,
+		"health_polls", polls, "health_max_ms", round3(ms(healthMax)), "health_p99_ms", round3(b.res.get("hostile_health_p99_ms")),
+		"health_failures", healthFails,
 		"rss_rise_mb", round3(b.res.get("hostile_rss_rise_mb")))
 	return nil
 }

@@ -26,6 +26,9 @@ type serveConfig struct {
 	catalog string // game catalog file; "" is the built-in catalog
 	// pageBytes is the byte budget of one page of a list response.
 	pageBytes int
+	// responseBudget bounds the response bytes held at once, over every
+	// request; 0: civhttp.DefaultResponseBudgetPages × pageBytes.
+	responseBudget int64
 	// rateLimit is each token's requests a second on the rate-limited routes,
 	// rateBurst the requests it may make at once; 0: no limit, 2 × rateLimit.
 	rateLimit float64
@@ -82,7 +85,9 @@ the routes that write, call the registry, run MCP tools or read the event log;
 past that it is answered 429 with Retry-After. An address that keeps failing
 authentication is answered 429 too. At most --max-conns connections are served
 at once (the control socket has as many of its own); one more is answered 503
-at once and closed. Every limit is listed in docs/limits.md.`,
+at once and closed. At most --response-budget bytes of responses are held in
+memory at once; a read over it waits up to a second, then is answered 503 busy
+with Retry-After (health and the node proof are never held back). Every limit is listed in docs/limits.md.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := cfg.check(); err != nil {
@@ -100,6 +105,7 @@ at once and closed. Every limit is listed in docs/limits.md.`,
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "listen address HOST:PORT; port 0 picks a free port")
 	f.StringSliceVar(&cfg.governs, "governs", []string{"genesis"}, "subnets this node is the governance actor for, comma separated")
 	f.IntVar(&cfg.pageBytes, "page-bytes", civhttp.DefaultPageBytes, "byte `BUDGET` of one page of a list response; a page ends before the item that would pass it (docs/limits.md)")
+	f.Int64Var(&cfg.responseBudget, "response-budget", 0, "`BYTES` of responses held in memory at once, node-wide; a read over it waits up to 1 s, then is answered 503 busy (default 16 × --page-bytes; docs/limits.md)")
 	f.Float64Var(&cfg.rateLimit, "rate-limit", civhttp.DefaultRateLimit, "requests a second each token may make to the write, registry, MCP and event-log routes; over it: 429 with Retry-After (0: no limit; docs/limits.md)")
 	f.IntVar(&cfg.rateBurst, "rate-burst", 0, "requests a token may make at once beyond --rate-limit (default 2 × --rate-limit)")
 	f.IntVar(&cfg.maxConns, "max-conns", civhttp.DefaultMaxConns, "connections served at once, over TCP and apart on the control socket; one more is answered 503 at once (0: no cap)")
@@ -128,6 +134,8 @@ func (cfg serveConfig) check() error {
 		return usageErrorf("--nats-max-subs must be 0 or more (0: no cap)")
 	case cfg.natsMaxPending < stream.MaxPayload:
 		return usageErrorf("--nats-max-pending must be at least %d bytes, the largest NATS message", stream.MaxPayload)
+	case cfg.responseBudget != 0 && cfg.responseBudget < int64(cfg.pageBytes):
+		return usageErrorf("--response-budget must be at least --page-bytes (%d), or 0 for the default", cfg.pageBytes)
 	}
 	return nil
 }
@@ -266,23 +274,24 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	oracle := startOracleSocket(ctx, dir.oracleSocketPath(), coreOracle{node}, logger)
 	defer oracle.Close()
 	srv := civhttp.New(civhttp.Options{
-		Log:        chain,
-		OwnerToken: token,
-		Tokens:     node.Tokens,
-		Identity:   node.Identity,
-		Identities: node.Identities,
-		Mission:    node.Mission,
-		Missions:   node.Missions,
-		Game:       node.Game,
-		GameState:  node.GameState,
-		Governs:    cfg.governs,
-		Catalog:    cat,
-		PageBytes:  cfg.pageBytes,
-		RateLimit:  cfg.httpRateLimit(),
-		RateBurst:  cfg.rateBurst,
-		MaxConns:   cfg.httpMaxConns(),
-		Logger:     logger,
-		Stream:     st,
+		Log:            chain,
+		OwnerToken:     token,
+		Tokens:         node.Tokens,
+		Identity:       node.Identity,
+		Identities:     node.Identities,
+		Mission:        node.Mission,
+		Missions:       node.Missions,
+		Game:           node.Game,
+		GameState:      node.GameState,
+		Governs:        cfg.governs,
+		Catalog:        cat,
+		PageBytes:      cfg.pageBytes,
+		ResponseBudget: cfg.responseBudget,
+		RateLimit:      cfg.httpRateLimit(),
+		RateBurst:      cfg.rateBurst,
+		MaxConns:       cfg.httpMaxConns(),
+		Logger:         logger,
+		Stream:         st,
 
 		Servicenet:      node.Servicenet,
 		PaymentAccounts: node.PaymentAccounts,

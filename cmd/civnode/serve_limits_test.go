@@ -17,6 +17,7 @@ import (
 func TestServeLimitFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"--rate-limit", "-1"}, {"--rate-limit", "NaN"}, {"--rate-burst", "-1"}, {"--max-conns", "-1"},
+		{"--response-budget", "-1"}, {"--response-budget", "1000"},
 	} {
 		res := runCLI(t, nil, append([]string{"serve", "--data-dir", t.TempDir() + "/x"}, args...)...)
 		if res.code != 2 || !strings.Contains(res.stderr, args[0]) {

@@ -1,0 +1,201 @@
+package http
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// budgetPage is the page budget of the tests below: a page far larger than
+// the kernels' socket buffers on loopback, so that a client that does not read
+// holds its page on the server until the write deadline.
+const budgetPage = 16 << 20
+
+// newBudgetNode serves 300 events of 64 KiB (19 MB, so a limit=1000 page is
+// cut at budgetPage) with a response budget of one page, reads that wait
+// wait for it, and a write deadline of writeTimeout. Each response whose
+// copying out failed sends its error to sent.
+func newBudgetNode(t *testing.T, wait, writeTimeout time.Duration, sent chan<- error) *testNode {
+	t.Helper()
+	n := newTestNodeWith(t, func(o *Options) {
+		o.PageBytes = budgetPage
+		o.ResponseBudget = 1 // raised to one page
+	}, func(s *Server) {
+		s.budgetWait = wait
+		s.writeTimeout = writeTimeout
+		s.responseSent = func(err error) {
+			if err == nil {
+				return
+			}
+			select {
+			case sent <- err:
+			default:
+			}
+		}
+	})
+	pads := make([]int, 300)
+	for i := range pads {
+		pads[i] = 64 << 10
+	}
+	n.appendPadded("mission.completed", pads...)
+	return n
+}
+
+// holdPage asks for a full page on a connection that never reads, and returns
+// once the server holds that page's budget.
+func (n *testNode) holdPage(t *testing.T) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(n.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	fmt.Fprintf(conn, "GET /v1/events?limit=1000 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", testToken)
+	for start := time.Now(); n.srv.budget.inUse.Load() < budgetPage/2; time.Sleep(5 * time.Millisecond) {
+		if time.Since(start) > 20*time.Second {
+			t.Fatalf("the page for the silent client never took the budget (in use: %d)", n.srv.budget.inUse.Load())
+		}
+	}
+	return conn
+}
+
+// TestResponseBudgetRefusesReadersOverIt: a client that asks for a full page
+// and never reads it holds the whole response budget until its write deadline;
+// meanwhile another reader is answered 503 busy with Retry-After after its
+// short wait, having read nothing, while health and the node proof, which are
+// not counted, answer at once. Once the silent client is cut off, its budget
+// is back and a reader gets its page.
+func TestResponseBudgetRefusesReadersOverIt(t *testing.T) {
+	sent := make(chan error, 4)
+	n := newBudgetNode(t, 100*time.Millisecond, 3*time.Second, sent)
+	n.holdPage(t)
+
+	for _, path := range []string{"/v1/events?limit=1000", "/v1/events?limit=1000", "/v1/audit?limit=10"} {
+		r := n.get(path)
+		r.wantError(t, http.StatusServiceUnavailable, "busy", "")
+		if r.header.Get("Retry-After") != "1" {
+			t.Errorf("%s: Retry-After %q, want 1", path, r.header.Get("Retry-After"))
+		}
+	}
+	if got := n.srv.budget.refused.Load(); got < 3 {
+		t.Errorf("refusals counted: %d, want at least 3", got)
+	}
+	if r := n.request(http.MethodGet, "/v1/health", "", nil); r.status != http.StatusOK {
+		t.Fatalf("health while the budget is held: %d %s", r.status, r.body)
+	}
+	if r := n.request(http.MethodPost, "/v1/node/proof", "", strings.NewReader(`{"nonce":"`+proofNonce+`"}`)); r.status != http.StatusOK {
+		t.Fatalf("node proof while the budget is held: %d %s", r.status, r.body)
+	}
+
+	select {
+	case err := <-sent:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("the silent client's page ended with %v, want the write deadline", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the silent client was not cut off")
+	}
+	n.pageThrough(t, "", 1000, budgetPage)
+	waitBudgetFree(t, n.srv.budget)
+
+	fams, _ := scrape(t, n, testToken)
+	if got := sample(t, fams, "civnode_http_response_budget_refusals_total", nil).GetCounter().GetValue(); got < 3 {
+		t.Errorf("refusals_total %v, want at least 3", got)
+	}
+	if got := sample(t, fams, "civnode_http_response_budget_bytes", nil).GetGauge().GetValue(); got != float64(n.srv.pageReservation()) {
+		t.Errorf("response_budget_bytes %v, want one page reservation, %d", got, n.srv.pageReservation())
+	}
+	// The scrape's own answer holds a chunk while it is built.
+	if got := sample(t, fams, "civnode_http_response_budget_used_bytes", nil).GetGauge().GetValue(); got > chunkSize {
+		t.Errorf("response_budget_used_bytes %v once every page is sent", got)
+	}
+}
+
+// TestResponseBudgetWaitIsBrief: a reader over the budget waits in line; when
+// the bytes come back within its wait (the silent client is cut off at its
+// write deadline), it is served rather than refused.
+func TestResponseBudgetWaitIsBrief(t *testing.T) {
+	sent := make(chan error, 4)
+	n := newBudgetNode(t, 15*time.Second, 500*time.Millisecond, sent)
+	n.holdPage(t)
+	p, heads := eventsOf(t, n.get("/v1/events?limit=1000"))
+	if len(heads) == 0 || p.Total < 300 {
+		t.Fatalf("the waiting reader got %d events of %d", len(heads), p.Total)
+	}
+	if got := n.srv.budget.refused.Load(); got != 0 {
+		t.Errorf("refusals counted: %d, want none", got)
+	}
+	waitBudgetFree(t, n.srv.budget)
+}
+
+// waitBudgetFree waits for every response to have given its budget back (the
+// last release follows the last write, which the client may read first).
+func waitBudgetFree(t *testing.T, b *responseBudget) {
+	t.Helper()
+	for start := time.Now(); b.inUse.Load() != 0; time.Sleep(5 * time.Millisecond) {
+		if time.Since(start) > 20*time.Second {
+			t.Fatalf("%d bytes of the budget still held after every response", b.inUse.Load())
+		}
+	}
+}
+
+// TestResponseBudgetLine: acquire waits first come, first served; force goes
+// over the size and holds later acquirers until released; a request larger
+// than the budget, or one whose context ends, gives up and leaves the line.
+func TestResponseBudgetLine(t *testing.T) {
+	b := newResponseBudget(100)
+	ctx := context.Background()
+	if err := b.acquire(ctx, 60); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.acquire(ctx, 101); !errors.Is(err, errBusy) {
+		t.Fatalf("a request over the whole budget: %v, want errBusy", err)
+	}
+	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	if err := b.acquire(short, 50); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a request that does not fit in time: %v", err)
+	}
+	big, small := make(chan error), make(chan error)
+	go func() { big <- b.acquire(ctx, 80) }()
+	for b.waiting() != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	go func() { small <- b.acquire(ctx, 10) }() // fits, but waits behind big
+	for b.waiting() != 2 {
+		time.Sleep(time.Millisecond)
+	}
+	b.force(50) // 110 of 100
+	b.release(60)
+	select {
+	case err := <-big:
+		t.Fatalf("granted 80 with 50 of 100 in use: %v", err)
+	case <-small:
+		t.Fatal("a later small request overtook the line")
+	default:
+	}
+	b.release(50)
+	if err := <-big; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-small; err != nil {
+		t.Fatal(err)
+	}
+	b.release(90)
+	if got := b.inUse.Load(); got != 0 {
+		t.Fatalf("in use after every release: %d", got)
+	}
+}
+
+// waiting is the length of the line (tests).
+func (b *responseBudget) waiting() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.waiters.Len()
+}
