@@ -65,6 +65,7 @@ type mcpExchange struct {
 	req      context.Context // the HTTP request's: done when its client goes away
 	deadline time.Time       // a batch's; zero for a single message
 	left     atomic.Int64    // a batch's byte budget still unspent
+	held     atomic.Int64    // bytes of the node's response budget it holds
 }
 
 type mcpExchangeKey struct{}
@@ -94,6 +95,32 @@ func (x *mcpExchange) bind(ctx context.Context) (context.Context, context.Cancel
 	}
 }
 
+// reservePage takes one page's worth of the node's response budget
+// (responsebudget.go) for the exchange ctx runs in, once: a list tool's page
+// is held in memory until the SDK has written it, as a list route's is. One
+// page covers a whole batch, whose answers share one page budget. Like a list
+// route, a call the budget cannot admit within budgetWait is refused with
+// busy before it takes a list slot or reads anything; the bytes go back when
+// the POST has been answered (serveMCP).
+func (s *Server) reservePage(ctx context.Context) error {
+	x := exchangeOf(ctx)
+	if x == nil || s.budget == nil || x.held.Load() > 0 {
+		return nil
+	}
+	n := s.pageReservation()
+	wait, cancel := context.WithTimeout(ctx, s.budgetWait)
+	defer cancel()
+	if err := s.budget.acquire(wait, n); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.budget.refused.Add(1)
+		return errBusy
+	}
+	x.held.Store(n)
+	return nil
+}
+
 // pageBudget is the byte budget of a list page built under ctx: the page
 // budget, or in a batch what is left of the batch's (positive: a request
 // runs only while some is left).
@@ -116,6 +143,7 @@ func (s *Server) serveMCP(mw *mcpResponseWriter, r *http.Request) error {
 		return &Error{Status: http.StatusBadRequest, Code: codeBadRequest, Message: "the request body could not be read"}
 	}
 	x := &mcpExchange{req: r.Context()}
+	defer func() { s.budget.release(x.held.Swap(0)) }()
 	msgs, isBatch := batchMessages(body)
 	if !isBatch || batchRefusedBySDK(r) {
 		// One message, or a batch the SDK refuses for its protocol version.

@@ -373,6 +373,9 @@ func runTool[In any](ctx context.Context, s *Server, req *mcp.CallToolRequest, s
 		return toolAnswer{}, err
 	}
 	if spec.flags&routeList != 0 { // withListSlot
+		if err := s.reservePage(ctx); err != nil {
+			return toolAnswer{}, err
+		}
 		select {
 		case s.listSlots <- struct{}{}:
 		case <-ctx.Done():

@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -198,4 +199,55 @@ func (b *responseBudget) waiting() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.waiters.Len()
+}
+
+// TestResponseBudgetCountsMCPPages: a list tool's page is held in memory as a
+// list route's is, so it takes its page from the same budget. While a silent
+// client holds the budget, query_events is refused busy (single call and in a
+// batch), a tool that builds no page still answers, and once the budget is
+// back the same call returns its page and gives the budget back.
+func TestResponseBudgetCountsMCPPages(t *testing.T) {
+	sent := make(chan error, 4)
+	n := newBudgetNode(t, 100*time.Millisecond, 3*time.Second, sent)
+	n.holdPage(t)
+	headers := mcpOldSession(t, n.url, testToken)
+	refusedBefore := n.srv.budget.refused.Load()
+
+	single := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"query_events","arguments":{"limit":1000}}}`
+	var ans batchAnswer
+	r := mcpRawPost(t, n.url, testToken, single, headers...)
+	if err := json.Unmarshal(r.body, &ans); err != nil || r.status != http.StatusOK {
+		t.Fatalf("query_events answered %d %.500s (%v)", r.status, r.body, err)
+	}
+	if ans.code() != "busy" {
+		t.Fatalf("query_events while the budget is held: code %q, want busy: %.500s", ans.code(), r.body)
+	}
+	batch := mcpRawPost(t, n.url, testToken, toolCalls(t, 2, "query_events", map[string]any{"limit": 1000}), headers...)
+	for i, a := range batchAnswers(t, batch, 2) {
+		if a.code() != "busy" {
+			t.Errorf("batch call %d while the budget is held: code %q, want busy", i+1, a.code())
+		}
+	}
+	if got := n.srv.budget.refused.Load() - refusedBefore; got < 3 {
+		t.Errorf("MCP refusals counted: %d, want at least 3", got)
+	}
+	state := mcpRawPost(t, n.url, testToken, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_identity","arguments":{"public_id":"nobody"}}}`, headers...)
+	// A tool that builds no page is not held back: an unknown identity is
+	// answered (here: no such identity), not refused busy.
+	if err := json.Unmarshal(state.body, &ans); err != nil || state.status != http.StatusOK || ans.code() == "busy" || ans.code() == "" {
+		t.Fatalf("get_identity while the budget is held answered %d %.500s", state.status, state.body)
+	}
+
+	select {
+	case <-sent:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the silent client was not cut off")
+	}
+	waitBudgetFree(t, n.srv.budget)
+	r = mcpRawPost(t, n.url, testToken, single, headers...)
+	var page batchAnswer
+	if err := json.Unmarshal(r.body, &page); err != nil || r.status != http.StatusOK || page.code() != "" || page.Result == nil {
+		t.Fatalf("query_events once the budget is back answered %d %.500s", r.status, r.body)
+	}
+	waitBudgetFree(t, n.srv.budget)
 }

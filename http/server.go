@@ -193,7 +193,7 @@ type Server struct {
 	budget     *responseBudget
 	budgetWait time.Duration
 
-	// handlers counts the handler goroutines withTimeout runs, which may outlive
+	// handlers counts the handler goroutines withTimeoutOf runs, which may outlive
 	// their request once abandoned: Serve waits for them, so that the caller does
 	// not close the log under a handler still reading it.
 	handlers sync.WaitGroup

@@ -13,7 +13,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 )
 
-// withTimeout runs next with a context that expires after the handler timeout, and
+// withTimeoutOf runs next with a context that expires after timeout(), and
 // answers 503 "timeout" when it does, without waiting for next: a handler stuck in
 // something that ignores its context must not hold the client. next writes into a
 // buffer that is copied out only if it finishes in time, so the two answers never
@@ -29,13 +29,9 @@ import (
 //
 // The buffer takes its bytes from the response budget (responsebudget.go) as it
 // grows, and gives them back once it has been copied out or dropped.
-func (s *Server) withTimeout(next httprouter.Handle) httprouter.Handle {
-	return s.withTimeoutOf(func() time.Duration { return s.handlerTimeout }, s.budget, next)
-}
-
-// withTimeoutOf is withTimeout with the timeout timeout returns, read per
-// request so that tests may shorten it, and the response budget budget (nil:
-// the response is not counted).
+//
+// The timeout is read per request so that tests may shorten it; budget nil
+// leaves the response uncounted (health, the node proof).
 func (s *Server) withTimeoutOf(timeout func() time.Duration, budget *responseBudget, next httprouter.Handle) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		ctx, cancel := context.WithTimeout(r.Context(), timeout())
@@ -134,12 +130,12 @@ func (s *Server) setWriteDeadline(w http.ResponseWriter) {
 
 // handOverPanic passes a handler's panic to the request goroutine, or, if that has
 // already answered the client with a timeout, logs it here so it is not lost. The
-// lock orders this against the abandonment in withTimeout.
+// lock orders this against the abandonment in withTimeoutOf.
 func (s *Server) handOverPanic(tw *timeoutWriter, to chan<- *handlerPanic, p *handlerPanic, r *http.Request) {
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
 	if !tw.abandoned {
-		to <- p // buffered; read by withTimeout
+		to <- p // buffered; read by withTimeoutOf
 		return
 	}
 	s.logger.LogAttrs(r.Context(), slog.LevelError, "handler panicked after its timeout",

@@ -10,8 +10,8 @@ import (
 
 // TestMCPBatchRateLimitBinary: through the real binary with a burst of 10, a
 // JSON-RPC batch (MCP 2025-03-26) counts each message against the token's
-// bucket, and one larger than the burst is refused whole (issue 28, defect 1;
-// http.TestMCPBatchRateLimit holds the rest). The bucket refills one request
+// bucket, and one larger than the burst is refused whole
+// (http.TestMCPBatchRateLimit holds the rest). The bucket refills one request
 // every 20 s, so that no refill during the test can change its counts.
 func TestMCPBatchRateLimitBinary(t *testing.T) {
 	p := startProcess(t, t.TempDir(), "--rate-limit", "0.05", "--rate-burst", "10")
