@@ -429,10 +429,10 @@ type process struct {
 	code   int
 }
 
-func startProcess(t *testing.T, dir string) *process {
+func startProcess(t *testing.T, dir string, extra ...string) *process {
 	t.Helper()
 	p := &process{stderr: &syncBuffer{}, waited: make(chan struct{})}
-	p.cmd = exec.Command(civnodeBin, "serve", "--data-dir", dir, "--addr", "127.0.0.1:0")
+	p.cmd = exec.Command(civnodeBin, append([]string{"serve", "--data-dir", dir, "--addr", "127.0.0.1:0"}, extra...)...)
 	p.cmd.Stderr = p.stderr
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
