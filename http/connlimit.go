@@ -72,8 +72,7 @@ const (
 )
 
 // connLimitListener caps the connections its listener hands out that are
-// open at once, and keeps the TCP ones' records for the rules above; see
-// above.
+// open at once, and keeps what the rules above need to know of the TCP ones.
 type connLimitListener struct {
 	net.Listener
 	tcp, unix *connPool
@@ -230,7 +229,9 @@ func (l *connLimitListener) leaveIdleLocked(c *limitedConn) {
 // Hijacked (WebSocket) and closed connections leave the list for good.
 func (l *connLimitListener) connState(nc net.Conn, st http.ConnState) {
 	c := asLimitedConn(nc)
-	if c == nil || !c.tcp {
+	// An authenticated connection is never listed: it authenticated during
+	// a request, after it last left the list.
+	if c == nil || !c.tcp || c.authenticated.Load() {
 		return
 	}
 	l.mu.Lock()
