@@ -2,8 +2,12 @@ package http
 
 import (
 	"bytes"
+	"container/list"
+	"context"
 	"io"
+	"math"
 	"net"
+	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -20,6 +24,21 @@ import (
 // Connections on unix sockets (the control socket, which only the node's own
 // user can open) are counted apart, against a cap of the same size, so that
 // a flood over TCP never locks the operator's CLI out of the node.
+//
+// Over TCP, clients without a token cannot hold the cap against those with
+// one (docs/limits.md, Connections):
+//   - A connection authenticates when one of its requests carries a valid
+//     token (admitConn); it stays authenticated for its life.
+//   - One client address (an IPv4 address, an IPv6 /64) holds at most
+//     MaxConnsPerAddr connections.
+//   - A connection that never authenticated waits idle for its next request
+//     at most AnonymousIdleTimeout, not the 2 min of the others.
+//   - The last tenth of the cap (at least one slot) is a reserve: a new
+//     connection that would take the count into it, or its address past its
+//     cap, first closes the oldest idle connection that never authenticated
+//     (of that address, for the address's cap). If there is none, it is let
+//     into the reserve on condition: a request on it without a valid token
+//     is answered 503 too_many_connections and the connection closed.
 const (
 	// DefaultMaxConns is the default of Options.MaxConns. Each connection
 	// holds a file descriptor, a goroutine and its buffers (a few KiB idle);
@@ -27,6 +46,17 @@ const (
 	// 64 clients and 100 streams), and under the descriptor limit of common
 	// hosts, to which Go raises its own soft limit on Linux.
 	DefaultMaxConns = 4096
+	// DefaultMaxConnsPerAddr is the default of Options.MaxConnsPerAddr: a
+	// quarter of the default cap, so that no one host (or /64) holds the
+	// node, and far above what one host's honest clients keep open
+	// (civnode bench, all on loopback: 64 clients and 100 streams; a browser:
+	// about 6).
+	DefaultMaxConnsPerAddr = DefaultMaxConns / 4
+	// defaultAnonymousIdle is the default of Options.AnonymousIdleTimeout:
+	// as long as a new connection may take to send its request head
+	// (readHeaderTimeout), so that a connection that never authenticated
+	// holds its slot idle no longer than a silent one does.
+	defaultAnonymousIdle = readHeaderTimeout
 
 	// connRefuseTime bounds how long one refused connection is handled: the
 	// node reads what the client sends of its request (so that the answer is
@@ -42,14 +72,28 @@ const (
 )
 
 // connLimitListener caps the connections its listener hands out that are
-// open at once; see above.
+// open at once, and keeps what the rules above need to know of the TCP ones.
 type connLimitListener struct {
 	net.Listener
 	tcp, unix *connPool
-	refusing  chan struct{} // a slot per refusal in progress
-	answer    []byte        // the whole HTTP response to a refused connection
+	// reserve is the part of tcp.max kept for connections that authenticate.
+	reserve int64
+	// perAddr caps the TCP connections of one client address; 0: no cap.
+	perAddr int
+	// anonIdle is the idle time-out of connections that never
+	// authenticated; 0: the server's own.
+	anonIdle time.Duration
+	refusing chan struct{} // a slot per refusal in progress
+	answer   []byte        // the whole HTTP response to a refused connection
 	// refused, if set, is called once a refused connection is closed (tests).
 	refused func()
+
+	mu sync.Mutex
+	// addrs counts the open TCP connections of each client address.
+	addrs map[string]int
+	// idle lists the idle TCP connections that never authenticated, longest
+	// idle first: those closed first to make room.
+	idle list.List
 }
 
 // connPool counts the open connections of one kind against max.
@@ -69,14 +113,23 @@ func (p *connPool) acquire() bool {
 func (p *connPool) release() { p.open.Add(-1) }
 
 // limitConns wraps ln so that at most maxConns connections of each kind are
-// open at once.
+// open at once (none when maxConns is 0 or less: the records are still kept).
 func limitConns(ln net.Listener, maxConns int) *connLimitListener {
+	capacity, reserve := int64(math.MaxInt64), int64(0)
+	if maxConns > 0 {
+		capacity = int64(maxConns)
+		if maxConns > 1 {
+			reserve = max(1, capacity/10)
+		}
+	}
 	return &connLimitListener{
 		Listener: ln,
-		tcp:      &connPool{max: int64(maxConns)},
-		unix:     &connPool{max: int64(maxConns)},
+		tcp:      &connPool{max: capacity},
+		unix:     &connPool{max: capacity},
+		reserve:  reserve,
 		refusing: make(chan struct{}, maxRefusing),
 		answer:   refusalResponse(),
+		addrs:    make(map[string]int),
 	}
 }
 
@@ -88,12 +141,12 @@ func (l *connLimitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		pool := l.tcp
 		if a := c.LocalAddr(); a != nil && a.Network() == "unix" {
-			pool = l.unix
-		}
-		if pool.acquire() {
-			return &limitedConn{Conn: c, pool: pool}, nil
+			if l.unix.acquire() {
+				return &limitedConn{Conn: c, l: l, pool: l.unix}, nil
+			}
+		} else if lc := l.admitTCP(c); lc != nil {
+			return lc, nil
 		}
 		select {
 		case l.refusing <- struct{}{}:
@@ -103,6 +156,184 @@ func (l *connLimitListener) Accept() (net.Conn, error) {
 			l.noteRefused()
 		}
 	}
+}
+
+// admitTCP takes a slot for c, closing an idle anonymous connection first if
+// c would take its address past its cap or the node into the reserve; nil:
+// c is over a cap.
+func (l *connLimitListener) admitTCP(c net.Conn) *limitedConn {
+	addr := clientAddress(c.RemoteAddr().String())
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.perAddr > 0 && l.addrs[addr] >= l.perAddr && !l.evictLocked(addr) {
+		return nil
+	}
+	if l.tcp.open.Load() >= l.tcp.max-l.reserve {
+		l.evictLocked("")
+	}
+	open := l.tcp.open.Load()
+	if open >= l.tcp.max {
+		return nil
+	}
+	l.tcp.open.Add(1)
+	l.addrs[addr]++
+	return &limitedConn{Conn: c, l: l, pool: l.tcp, tcp: true, addr: addr, reserve: open >= l.tcp.max-l.reserve}
+}
+
+// evictLocked closes the longest idle connection that never authenticated,
+// of addr if it is not "", and reports whether there was one. A connection
+// on which bytes of a next request have arrived is not idle any more, though
+// net/http has not said so yet.
+func (l *connLimitListener) evictLocked(addr string) bool {
+	for e := l.idle.Front(); e != nil; e = e.Next() {
+		c := e.Value.(*limitedConn)
+		if addr != "" && c.addr != addr || c.reads.Load() != c.idleReads {
+			continue
+		}
+		l.releaseLocked(c)
+		c.Conn.Close()
+		return true
+	}
+	return false
+}
+
+// releaseLocked gives c's slot back, once.
+func (l *connLimitListener) releaseLocked(c *limitedConn) {
+	if c.released {
+		return
+	}
+	c.released = true
+	c.pool.release()
+	if c.tcp {
+		l.leaveIdleLocked(c)
+		if l.addrs[c.addr]--; l.addrs[c.addr] <= 0 {
+			delete(l.addrs, c.addr)
+		}
+	}
+}
+
+// leaveIdleLocked takes c off the idle list and stops its idle timer.
+func (l *connLimitListener) leaveIdleLocked(c *limitedConn) {
+	if c.idle != nil {
+		l.idle.Remove(c.idle)
+		c.idle = nil
+	}
+	if c.idleTimer != nil {
+		c.idleTimer.Stop()
+		c.idleTimer = nil
+	}
+}
+
+// connState is the http.Server's ConnState hook: a TCP connection that never
+// authenticated is listed while idle, and closed after anonIdle of it.
+// Hijacked (WebSocket) and closed connections leave the list for good.
+func (l *connLimitListener) connState(nc net.Conn, st http.ConnState) {
+	c := asLimitedConn(nc)
+	// An authenticated connection is never listed: it authenticated during
+	// a request, after it last left the list.
+	if c == nil || !c.tcp || c.authenticated.Load() {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.leaveIdleLocked(c)
+	if st != http.StateIdle || c.released || c.authenticated.Load() {
+		return
+	}
+	c.idleReads = c.reads.Load()
+	c.idle = l.idle.PushBack(c)
+	if l.anonIdle > 0 {
+		el := c.idle
+		c.idleTimer = time.AfterFunc(l.anonIdle, func() { l.expire(c, el) })
+	}
+}
+
+// expire closes c if it is still in the idle period el began and no byte of
+// a next request has arrived.
+func (l *connLimitListener) expire(c *limitedConn, el *list.Element) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.idle != el || c.reads.Load() != c.idleReads {
+		return
+	}
+	l.releaseLocked(c)
+	c.Conn.Close()
+}
+
+type connKey struct{}
+
+// connContext is the http.Server's ConnContext hook: a request's context
+// carries its TCP connection's record, for admitConn.
+func (l *connLimitListener) connContext(ctx context.Context, nc net.Conn) context.Context {
+	if c := asLimitedConn(nc); c != nil && c.tcp {
+		return context.WithValue(ctx, connKey{}, c)
+	}
+	return ctx
+}
+
+// asLimitedConn finds the *limitedConn under the wrappers of a served conn.
+func asLimitedConn(c net.Conn) *limitedConn {
+	for {
+		switch v := c.(type) {
+		case *limitedConn:
+			return v
+		case jsonErrorConn:
+			c = v.Conn
+		default:
+			return nil
+		}
+	}
+}
+
+// admitConn marks a TCP connection authenticated once a request on it
+// carries a valid token, and answers a request without one on a connection
+// let into the reserve 503 too_many_connections, closing it.
+func (s *Server) admitConn(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, _ := r.Context().Value(connKey{}).(*limitedConn)
+		if c == nil || c.authenticated.Load() {
+			next.ServeHTTP(w, r)
+			return
+		}
+		presented, valid := s.carriesValidToken(r)
+		if valid {
+			c.authenticated.Store(true)
+		}
+		if valid || !c.reserve {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Connection", "close")
+		// Guesses in the reserve are counted as anywhere else.
+		if s.refuseFailingAddress(w, r) {
+			return
+		}
+		if presented {
+			s.noteAuthFailure(r)
+		}
+		s.writeError(w, r, errTooManyConnections)
+	})
+}
+
+// carriesValidToken reports whether r presents a bearer token, in its
+// Authorization header or as the stream's ?token=, and whether it is valid.
+// Which routes take which form is requireAuth's business; here any valid
+// token proves the client holds one.
+func (s *Server) carriesValidToken(r *http.Request) (presented, valid bool) {
+	switch h := r.Header.Values("Authorization"); len(h) {
+	case 0:
+	case 1:
+		_, ok := s.auth.authenticate(r)
+		return true, ok
+	default:
+		return true, false
+	}
+	token, _, found := cutQueryToken(r.URL.RawQuery)
+	if !found || token == "" {
+		return false, false
+	}
+	_, ok := s.auth.authenticate(&http.Request{Header: http.Header{"Authorization": {"Bearer " + token}}})
+	return true, ok
 }
 
 // refuse answers a connection over the cap with errTooManyConnections and
@@ -163,15 +394,40 @@ func refusalResponse() []byte {
 	return out.Bytes()
 }
 
-// limitedConn gives its slot back when it is first closed.
+// limitedConn gives its slot back when it is first closed. A TCP one
+// carries the record of the rules above.
 type limitedConn struct {
 	net.Conn
+	l    *connLimitListener
 	pool *connPool
-	once sync.Once
+	tcp  bool
+	addr string // clientAddress of the peer (TCP)
+	// reserve: let into the reserve; its requests need a valid token.
+	reserve       bool
+	authenticated atomic.Bool
+	// reads counts the reads that returned bytes, so that a connection a
+	// next request is arriving on is not taken for idle.
+	reads atomic.Uint64
+
+	// Guarded by l.mu.
+	released  bool
+	idle      *list.Element // in l.idle while idle and anonymous
+	idleReads uint64        // reads when it went idle
+	idleTimer *time.Timer
+}
+
+func (c *limitedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.reads.Add(1)
+	}
+	return n, err
 }
 
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.pool.release)
+	c.l.mu.Lock()
+	c.l.releaseLocked(c)
+	c.l.mu.Unlock()
 	return err
 }

@@ -95,24 +95,21 @@ func oneShotGet(addr, path string) int {
 // TestConnCap: with the cap reached, a new connection is answered 503
 // too_many_connections with Retry-After: 1 at once and closed, over a raw
 // connection and through an ordinary client; once a connection closes, its
-// slot serves again.
+// slot serves again. The connections that fill the cap authenticated, so
+// none of them is closed to make room (TestConnCapFullOfIdleAnonymous).
 func TestConnCap(t *testing.T) {
 	n := newTestNodeWith(t, func(o *Options) { o.MaxConns = 2 }, nil)
 	addr := serveOn(t, n.srv)
 	var held []net.Conn
 	for range 2 {
-		c := dialConn(t, "tcp", addr)
-		if resp, _ := rawGet(t, c, bufio.NewReader(c), "/v1/health"); resp.StatusCode != http.StatusOK {
-			t.Fatalf("within the cap: %d", resp.StatusCode)
-		}
-		held = append(held, c) // kept alive, idle: each holds its slot
+		held = append(held, holdConn(t, addr, "", "/v1/state", testToken)) // kept alive, idle: each holds its slot
 	}
 	wantRefusedConn(t, dialConn(t, "tcp", addr))
-	if got := oneShotGet(addr, "/v1/health"); got != http.StatusServiceUnavailable {
+	if got := oneShotGetToken(addr, "/v1/state", testToken); got != http.StatusServiceUnavailable {
 		t.Errorf("net/http client over the cap: status %d, want 503", got)
 	}
 	held[0].Close()
-	waitFor(t, "a slot to serve again", func() bool { return oneShotGet(addr, "/v1/health") == http.StatusOK })
+	waitFor(t, "a slot to serve again", func() bool { return oneShotGetToken(addr, "/v1/state", testToken) == http.StatusOK })
 }
 
 // TestConnCapCountsStreams: a WebSocket stream holds its connection's slot
@@ -228,4 +225,186 @@ func TestStreamsPerToken(t *testing.T) {
 		}
 		return err == nil
 	})
+}
+
+// rawGetToken is rawGet with the request's bearer token.
+func rawGetToken(t *testing.T, c net.Conn, br *bufio.Reader, path, token string) *http.Response {
+	t.Helper()
+	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: civnode\r\nAuthorization: Bearer "+token+"\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+// heldConn is a kept-alive connection a test holds open after a request.
+type heldConn struct {
+	net.Conn
+	br *bufio.Reader
+}
+
+// holdConn opens a connection from the local address from (IP only; "" for
+// any), sends GET path on it, with token if it is not "", requires 200, and
+// keeps the connection alive and idle.
+func holdConn(t *testing.T, addr, from, path, token string) heldConn {
+	t.Helper()
+	d := net.Dialer{}
+	if from != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(from)}
+	}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(waitDeadline))
+	h := heldConn{Conn: c, br: bufio.NewReader(c)}
+	var resp *http.Response
+	if token == "" {
+		resp, _ = rawGet(t, c, h.br, path)
+	} else {
+		resp = rawGetToken(t, c, h.br, path, token)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Close {
+		t.Fatalf("GET %s from %s: %d, close %v; want 200 kept alive", path, from, resp.StatusCode, resp.Close)
+	}
+	return h
+}
+
+// wantClosedByNode requires the node to close h without another word.
+func (h heldConn) wantClosedByNode(t *testing.T, what string) {
+	t.Helper()
+	if n, err := h.br.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
+		t.Errorf("%s: read %d bytes, %v; want EOF (closed by the node)", what, n, err)
+	}
+}
+
+// oneShotGetToken is oneShotGet with a bearer token.
+func oneShotGetToken(addr, path, token string) int {
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: waitDeadline}
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+	if err != nil {
+		return 0
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestConnCapPerAddress: one address (IPv4 here; IPv6 counts its /64) may
+// hold at most MaxConnsPerAddr connections: one more from it is answered the
+// cap's 503, while another address is served. Before refusing, the address's
+// own idle connection that never authenticated is closed to make room.
+func TestConnCapPerAddress(t *testing.T) {
+	n := newTestNodeWith(t, func(o *Options) { o.MaxConns = 100; o.MaxConnsPerAddr = 2 }, nil)
+	addr := serveOn(t, n.srv)
+	holdConn(t, addr, "127.0.0.1", "/v1/state", testToken)
+	holdConn(t, addr, "127.0.0.1", "/v1/state", testToken)
+	wantRefusedConn(t, dialFrom(t, addr, "127.0.0.1"))
+	other := holdConn(t, addr, "127.0.0.2", "/v1/health", "") // another address
+	holdConn(t, addr, "127.0.0.2", "/v1/state", testToken)
+	// 127.0.0.2 is at its cap with one idle connection that never
+	// authenticated: a new one takes its place.
+	holdConn(t, addr, "127.0.0.2", "/v1/state", testToken)
+	other.wantClosedByNode(t, "the address's idle anonymous connection, making room")
+	wantRefusedConn(t, dialFrom(t, addr, "127.0.0.2"))
+}
+
+// dialFrom opens a raw connection to addr from the local IP from.
+func dialFrom(t *testing.T, addr, from string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(waitDeadline))
+	return c
+}
+
+// TestAnonymousIdleConnIsClosed: a kept-alive connection on which no request
+// has carried a valid token is closed after the short AnonymousIdleTimeout;
+// one that authenticated keeps the ordinary idle time-out, also when its
+// first request was anonymous.
+func TestAnonymousIdleConnIsClosed(t *testing.T) {
+	n := newTestNodeWith(t, func(o *Options) { o.AnonymousIdleTimeout = 100 * time.Millisecond }, nil)
+	addr := serveOn(t, n.srv)
+	authed := dialConn(t, "tcp", addr)
+	// Pipelined, so that the anonymous first request's idle time cannot end
+	// before the second arrives.
+	if _, err := io.WriteString(authed, "GET /v1/health HTTP/1.1\r\nHost: civnode\r\n\r\n"+
+		"GET /v1/state HTTP/1.1\r\nHost: civnode\r\nAuthorization: Bearer "+testToken+"\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	abr := bufio.NewReader(authed)
+	for _, path := range []string{"/v1/health", "/v1/state"} {
+		resp, err := http.ReadResponse(abr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d", path, resp.StatusCode)
+		}
+	}
+	anon := holdConn(t, addr, "", "/v1/health", "")
+	anon.wantClosedByNode(t, "the idle anonymous connection")
+	// The authenticated one went idle first and is still served.
+	if resp := rawGetToken(t, authed, abr, "/v1/state", testToken); resp.StatusCode != http.StatusOK {
+		t.Errorf("the authenticated connection after the anonymous one closed: %d", resp.StatusCode)
+	}
+}
+
+// TestConnCapFullOfIdleAnonymous: with the cap filled by idle kept-alive
+// connections that never authenticated (the probe's repro), a client with a
+// token is served at once: the oldest idle anonymous connection is closed to
+// make room.
+func TestConnCapFullOfIdleAnonymous(t *testing.T) {
+	const maxConns = 10
+	n := newTestNodeWith(t, func(o *Options) { o.MaxConns = maxConns; o.MaxConnsPerAddr = -1 }, nil)
+	addr := serveOn(t, n.srv)
+	var held []heldConn
+	for range maxConns {
+		held = append(held, holdConn(t, addr, "", "/v1/health", ""))
+	}
+	if got := oneShotGetToken(addr, "/v1/state", testToken); got != http.StatusOK {
+		t.Fatalf("GET /v1/state with the cap full of idle anonymous connections: %d, want 200", got)
+	}
+	held[0].wantClosedByNode(t, "the oldest idle anonymous connection")
+}
+
+// TestConnCapReserveIsForTokens: the last tenth of the cap (at least one
+// slot) serves only requests with a valid token. With the rest held by
+// anonymous connections that are not idle (these have sent nothing yet), a
+// request without a token is answered the cap's 503 and its connection
+// closed, and one with a token is served.
+func TestConnCapReserveIsForTokens(t *testing.T) {
+	const maxConns = 4 // a reserve of 1
+	n := newTestNodeWith(t, func(o *Options) { o.MaxConns = maxConns; o.MaxConnsPerAddr = -1 },
+		func(s *Server) { s.headerTimeout = waitDeadline })
+	addr := serveOn(t, n.srv)
+	for range maxConns - 1 {
+		dialConn(t, "tcp", addr) // accepted, silent
+	}
+	wantRefusedConn(t, dialConn(t, "tcp", addr))
+	c := dialConn(t, "tcp", addr)
+	br := bufio.NewReader(c)
+	if resp := rawGetToken(t, c, br, "/v1/state", testToken); resp.StatusCode != http.StatusOK || resp.Close {
+		t.Fatalf("GET /v1/state with a token in the reserve: %d, close %v; want 200 kept alive", resp.StatusCode, resp.Close)
+	}
+	// Having authenticated, the connection is served as any other.
+	if resp, _ := rawGet(t, c, br, "/v1/health"); resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /v1/health on the authenticated reserve connection: %d", resp.StatusCode)
+	}
 }

@@ -57,6 +57,15 @@ type Options struct {
 	// too_many_connections and closed. Default DefaultMaxConns; negative: no
 	// cap. It applies in Serve.
 	MaxConns int
+	// MaxConnsPerAddr caps the TCP connections open at once from one client
+	// address (an IPv4 address, an IPv6 /64; loopback too). Default
+	// DefaultMaxConnsPerAddr; negative: no cap. AnonymousIdleTimeout is how
+	// long a kept-alive TCP connection on which no request has carried a
+	// valid token may wait for its next request (default
+	// defaultAnonymousIdle, never more than the others' 2 min). Both apply in
+	// Serve (connlimit.go).
+	MaxConnsPerAddr      int
+	AnonymousIdleTimeout time.Duration
 	// StreamsPerToken caps the GET /v1/stream clients one token may have open
 	// at once; one more is refused with 429 too_many_streams. Default
 	// DefaultStreamsPerToken; negative: no cap.
@@ -176,12 +185,14 @@ type Server struct {
 	// covers, for the test that holds the rule.
 	limitedRoutes []string
 	// maxConns caps the connections Serve serves at once; 0: no cap.
-	maxConns int
+	// maxConnsPerAddr caps those of one client address; 0: no cap.
+	maxConns, maxConnsPerAddr int
 
 	// Server limits, fields so tests can shorten them.
 	headerTimeout   time.Duration // readHeaderTimeout
 	readTimeout     time.Duration
 	idleTimeout     time.Duration
+	anonIdleTimeout time.Duration // Options.AnonymousIdleTimeout
 	shutdownGrace   time.Duration
 	writeTimeout    time.Duration // responseWriteTimeout
 	exportWriteIdle time.Duration
@@ -238,6 +249,12 @@ func New(opts Options) *Server {
 	if opts.MaxConns == 0 {
 		opts.MaxConns = DefaultMaxConns
 	}
+	if opts.MaxConnsPerAddr == 0 {
+		opts.MaxConnsPerAddr = DefaultMaxConnsPerAddr
+	}
+	if opts.AnonymousIdleTimeout <= 0 {
+		opts.AnonymousIdleTimeout = defaultAnonymousIdle
+	}
 	if opts.StreamsPerToken == 0 {
 		opts.StreamsPerToken = DefaultStreamsPerToken
 	}
@@ -281,6 +298,8 @@ func New(opts Options) *Server {
 		streams:         newStreamHub(opts.Stream, max(0, opts.StreamsPerToken), logger),
 		authFails:       newKeyedLimiters(authFailRate, authFailBurst, maxLimiterKeys),
 		maxConns:        max(0, opts.MaxConns),
+		maxConnsPerAddr: max(0, opts.MaxConnsPerAddr),
+		anonIdleTimeout: opts.AnonymousIdleTimeout,
 		servicenet:      opts.Servicenet,
 		payments:        opts.PaymentAccounts,
 		metrics:         opts.Metrics,
@@ -321,7 +340,7 @@ func New(opts Options) *Server {
 	s.router.PanicHandler = s.recoverPanic
 	s.registerServer()
 	s.routes()
-	s.handler = s.logRequests(secureHeaders(s.refuseContentEncoding(s.router)))
+	s.handler = s.logRequests(secureHeaders(s.admitConn(s.refuseContentEncoding(s.router))))
 	return s
 }
 
@@ -506,7 +525,8 @@ func (s *Server) recoverPanic(w http.ResponseWriter, r *http.Request, v any) {
 // It returns nil after a shutdown, also when stragglers had to be cut off (they are
 // logged), and an error only if serving itself failed. It serves at most
 // Options.MaxConns connections at once, over TCP and apart over unix sockets,
-// and answers one more 503 at once (connlimit.go).
+// and answers one more 503 at once; over TCP it also applies the per-address
+// cap, the anonymous idle time-out and the reserve (connlimit.go).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s,
@@ -516,9 +536,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
 	}
-	if s.maxConns > 0 {
-		ln = limitConns(ln, s.maxConns)
-	}
+	cl := limitConns(ln, s.maxConns)
+	cl.perAddr, cl.anonIdle = s.maxConnsPerAddr, min(s.anonIdleTimeout, s.idleTimeout)
+	hs.ConnState, hs.ConnContext = cl.connState, cl.connContext
+	ln = cl
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(jsonErrorListener{ln}) }()
 	select {

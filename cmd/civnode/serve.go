@@ -35,6 +35,8 @@ type serveConfig struct {
 	rateBurst int
 	// maxConns caps the connections served at once; 0: no cap.
 	maxConns int
+	// maxConnsPerAddr caps those of one client address; 0: no cap.
+	maxConnsPerAddr int
 	// natsListen opens a NATS client port; "" none (in-process only).
 	natsListen string
 	// natsLeaf joins a NATS server or cluster as a leaf node; "" none.
@@ -85,7 +87,10 @@ the routes that write, call the registry, run MCP tools or read the event log;
 past that it is answered 429 with Retry-After. An address that keeps failing
 authentication is answered 429 too. At most --max-conns connections are served
 at once (the control socket has as many of its own); one more is answered 503
-at once and closed. At most --response-budget bytes of responses are held in
+at once and closed. One client address (an IPv4 address, an IPv6 /64) may hold
+--max-conns-per-addr of them. A connection on which no request has carried a
+valid token is closed after 5 s idle, and gives way to a new connection when
+the node nears its cap. At most --response-budget bytes of responses are held in
 memory at once; a read over it waits up to a second, then is answered 503 busy
 with Retry-After (health and the node proof are never held back). Every limit is listed in docs/limits.md.`,
 		Args: usageArgs(cobra.NoArgs),
@@ -109,6 +114,7 @@ with Retry-After (health and the node proof are never held back). Every limit is
 	f.Float64Var(&cfg.rateLimit, "rate-limit", civhttp.DefaultRateLimit, "requests a second each token may make to the write, registry, MCP and event-log routes; over it: 429 with Retry-After (0: no limit; docs/limits.md)")
 	f.IntVar(&cfg.rateBurst, "rate-burst", 0, "requests a token may make at once beyond --rate-limit (default 2 × --rate-limit)")
 	f.IntVar(&cfg.maxConns, "max-conns", civhttp.DefaultMaxConns, "connections served at once, over TCP and apart on the control socket; one more is answered 503 at once (0: no cap)")
+	f.IntVar(&cfg.maxConnsPerAddr, "max-conns-per-addr", civhttp.DefaultMaxConnsPerAddr, "TCP connections one client address (IPv4 address, IPv6 /64) may hold at once; one more is answered 503 at once (0: no cap)")
 	f.StringVar(&cfg.catalog, "catalog", "", "game catalog JSON `FILE` (default: the catalog built into the binary; see docs/game.md)")
 	f.StringVar(&cfg.natsListen, "nats-listen", "", "open a NATS client port on `HOST:PORT` for observers (default: none, in-process only; port 0 picks a free port)")
 	f.StringVar(&cfg.registryURL, "registry-url", DefaultRegistryURL, "the agent registry the node proxies (`URL`); its credential is <data-dir>/registry.credential")
@@ -136,6 +142,8 @@ func (cfg serveConfig) check() error {
 		return usageErrorf("--nats-max-pending must be at least %d bytes, the largest NATS message", stream.MaxPayload)
 	case cfg.responseBudget != 0 && cfg.responseBudget < int64(cfg.pageBytes):
 		return usageErrorf("--response-budget must be at least --page-bytes (%d), or 0 for the default", cfg.pageBytes)
+	case cfg.maxConnsPerAddr < 0:
+		return usageErrorf("--max-conns-per-addr must be 0 or more (0: no cap)")
 	}
 	return nil
 }
@@ -164,6 +172,14 @@ func natsLimit(n int) int {
 		return -1
 	}
 	return n
+}
+
+// httpMaxConnsPerAddr is --max-conns-per-addr as civhttp.Options takes it.
+func (cfg serveConfig) httpMaxConnsPerAddr() int {
+	if cfg.maxConnsPerAddr == 0 {
+		return -1
+	}
+	return cfg.maxConnsPerAddr
 }
 
 // serve runs the node until ctx is done.
@@ -293,13 +309,14 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 		Logger:         logger,
 		Stream:         st,
 
+		MaxConnsPerAddr: cfg.httpMaxConnsPerAddr(),
 		Servicenet:      node.Servicenet,
 		PaymentAccounts: node.PaymentAccounts,
 		Metrics:         metrics,
 	})
 	logger.Info("serving", "addr", addr, "node_did", chain.NodeDID(), "data_dir", string(dir),
 		"tip_seq", chain.Tip().Seq, "version", version, "catalog_version", cat.Version, "registry", registry.BaseURL(),
-		"rate_limit", cfg.rateLimit, "max_conns", cfg.maxConns)
+		"rate_limit", cfg.rateLimit, "max_conns", cfg.maxConns, "max_conns_per_addr", cfg.maxConnsPerAddr)
 	if _, err := fmt.Fprintf(m.Stdout, "civnode listening on http://%s\n", addr); err != nil {
 		ln.Close()
 		return fmt.Errorf("print listening line: %w", err)
