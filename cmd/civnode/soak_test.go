@@ -737,6 +737,10 @@ const (
 	soakSlowReaders    = 4    // clients reading 4 KiB every 100 ms
 	soakStalled        = 4    // clients that send a request and never read
 	soakConns          = 2000 // connections each asking for health every 2 s
+	// soakConnAddrs is how many loopback addresses the connections come
+	// from: as many hosts would, each under the node's cap per address
+	// (--max-conns-per-addr, 1024 by default).
+	soakConnAddrs = 4
 )
 
 // TestSoakHostile fills the chain with events of about 1 MiB and then, for
@@ -940,7 +944,7 @@ func soakStall(ctx context.Context, addr, token, path string) {
 // i. It signals open once its first answer is in.
 func soakHealthConn(ctx context.Context, addr string, i int, open chan<- struct{}, asked *atomic.Int64) error {
 	soakPause(ctx, time.Duration(i)*2*time.Second/soakConns)
-	var d net.Dialer
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+i%soakConnAddrs))}}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return err
