@@ -65,9 +65,11 @@ POST /v1/core/missions; SIGTERM, civnode verify --data-dir, and a timed restart;
 16 readers of GET /v1/events?since=<random event>&limit=100 while the node's
 RSS is sampled; 100 WebSocket clients of GET /v1/stream while missions are
 created at 1,000 a second, timing each delivery from the event's timestamp
-to its arrival. With --hostile, 300 missions completed with ~1 MiB results are
-read in full pages by 128 clients and held unread by 3 while GET /v1/health is
-polled.
+to its arrival. With --hostile, 150 missions completed with ~1 MiB results are
+read in full pages by 8, then 32, then 128 clients, each level for
+--hostile-duration, while 3 raw connections ask for a full page and never read
+it and GET /v1/health is polled; each level's peak RSS rise over the filled
+node is printed beside the block cache plus the response budget.
 
 --node URL loads a running node on loopback instead (owner token from --token
 or --token-file); the figures that need the process (restart, RSS, verify) are
@@ -96,8 +98,8 @@ asserted.`,
 	f.StringVar(&cfg.tokenFile, "token-file", "", "read the owner token of the --node node from `FILE`")
 	f.StringVar(&cfg.binary, "binary", "", "civnode `BINARY` to run serve and verify with (default: this executable)")
 	f.BoolVar(&cfg.json, "json", false, "print one JSON object instead of the table")
-	f.BoolVar(&cfg.hostile, "hostile", false, "add the hostile phase: ~300 MiB of completed missions, large reads and stalled readers")
-	f.DurationVar(&cfg.hostileDuration, "hostile-duration", 10*time.Second, "length of the hostile phase's reading")
+	f.BoolVar(&cfg.hostile, "hostile", false, "add the hostile phase: ~150 MiB of completed missions, full-page reads by 8, 32 and 128 clients, 3 that never read")
+	f.DurationVar(&cfg.hostileDuration, "hostile-duration", 10*time.Second, "length of each reader level of the hostile phase")
 	f.StringVar(&cfg.tmpDir, "tmp", "", "parent `DIR` of the temporary data dirs (default $TMPDIR)")
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -27,7 +28,7 @@ type benchRow struct {
 // benchContext are figures that describe the run rather than measure the node.
 var benchContext = []string{"cpus", "chain_events", "fill_per_s"}
 
-var benchRows = []benchRow{
+var benchBaseRows = []benchRow{
 	{section: "reference limits, measured idle before any load"},
 	{key: "sign_per_s", unit: "/s"},
 	{key: "verify_per_s", unit: "/s"},
@@ -55,19 +56,38 @@ var benchRows = []benchRow{
 	{key: "stream_delivery_p50_ms", unit: "ms", limit: "pebble_sync_write_ms", ratio: "stream_delivery_p50_x_sync_write"},
 	{key: "stream_delivery_p99_ms", unit: "ms", target: "< 10 ms"},
 	{key: "stream_clients_dropped", unit: "", target: "0"},
+}
 
-	{section: "hostile: ~1 MiB completed missions, 128 readers of full pages, 3 stalled, health polled", hostile: true},
-	{key: "hostile_completed_mb", unit: "MB", hostile: true},
-	{key: "hostile_reads_per_s", unit: "/s", hostile: true},
-	{key: "hostile_read_mb_per_s", unit: "MB/s", hostile: true},
-	{key: "hostile_rss_rise_mb", unit: "MB", limit: "hostile_rss_allowance_mb", ratio: "hostile_rss_rise_x_allowance",
-		target: "≤ block cache + response budget", hostile: true, managed: true},
-	{key: "hostile_hwm_after_mb", unit: "MB", hostile: true, managed: true},
-	{key: "hostile_health_p99_ms", unit: "ms", target: "< 50 ms", hostile: true},
-	{key: "hostile_health_max_ms", unit: "ms", target: "stays small", hostile: true},
-	{key: "hostile_read_errors", unit: "", hostile: true},
-	{key: "hostile_health_failures", unit: "", target: "0", hostile: true},
-	{key: "hostile_rss_capped", unit: "", hostile: true, managed: true},
+// benchRows are the rows of the report, in order.
+var benchRows = slices.Concat(benchBaseRows, hostileRows())
+
+// hostileRows are the hostile phase's: what it filled and the allowance, then a
+// section for each of hostileLevels.
+func hostileRows() []benchRow {
+	rows := []benchRow{
+		{section: fmt.Sprintf("hostile: %d completed missions of ~1 MiB, full pages of them", hostileMissions), hostile: true},
+		{key: "hostile_completed_mb", unit: "MB", hostile: true},
+		{key: "hostile_rss_allowance_mb", unit: "MB", target: "block cache + response budget", hostile: true},
+		{key: "hostile_rss_before_mb", unit: "MB", hostile: true, managed: true},
+		{key: "hostile_rss_capped", unit: "", hostile: true, managed: true},
+	}
+	for _, n := range hostileLevels {
+		key := func(f string) string { return hostileKey(n, f) }
+		rows = append(rows,
+			benchRow{section: fmt.Sprintf("hostile: %d readers of full pages, %d clients that never read, health polled", n, hostileStalled), hostile: true},
+			benchRow{key: key("rss_rise_mb"), unit: "MB", limit: "hostile_rss_allowance_mb", ratio: key("rss_rise_x_allowance"),
+				target: "≤ block cache + response budget", hostile: true, managed: true},
+			benchRow{key: key("rss_peak_mb"), unit: "MB", hostile: true, managed: true},
+			benchRow{key: key("health_p99_ms"), unit: "ms", target: "< 50 ms", hostile: true},
+			benchRow{key: key("health_max_ms"), unit: "ms", hostile: true},
+			benchRow{key: key("health_failures"), unit: "", target: "0", hostile: true},
+			benchRow{key: key("pages_per_s"), unit: "/s", hostile: true},
+			benchRow{key: key("read_mb_per_s"), unit: "MB/s", hostile: true},
+			benchRow{key: key("busy"), unit: "", hostile: true},
+			benchRow{key: key("read_errors"), unit: "", target: "0", hostile: true},
+		)
+	}
+	return rows
 }
 
 // benchResults holds the figures of a run by key.
