@@ -181,6 +181,7 @@ type ModelTxn struct {
 	seq    uint64
 	writes []modelWrite
 	err    error // a write under a reserved key; fails the fold
+	answer any   // Answer's value
 }
 
 // Seq is the seq of the event being folded.
@@ -217,6 +218,13 @@ func (t *ModelTxn) put(key []byte, e modelEntry) {
 	}
 	t.writes = append(t.writes, modelWrite{key: string(key), modelEntry: e})
 }
+
+// Answer hands v to the caller of the Append or Decide that wrote the event,
+// as Event.Folded: what the fold made of it, such as the record it wrote, so
+// that the write can answer without reading the models again. v must not be
+// modified afterwards. Call it last, once the fold has accepted the event:
+// Rollback does not take an answer back. A rebuild drops it.
+func (t *ModelTxn) Answer(v any) { t.answer = v }
 
 // Mark returns the position Rollback returns to.
 func (t *ModelTxn) Mark() int { return len(t.writes) }

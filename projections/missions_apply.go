@@ -78,8 +78,22 @@ func indexAllOf(w writer, m *missionState, entries ...[2]string) error {
 	return nil
 }
 
-func saveMission(w writer, m *missionState) error {
-	return store(w, key(missionRecord, m.MissionID), m)
+// saveMission stores m and answers the event's writer with the record it
+// leaves (Missions.Written). result is the mission's result when the event
+// sets it; after that it is in the store alone (m/t).
+func saveMission(w writer, m *missionState, result *string) error {
+	if err := store(w, key(missionRecord, m.MissionID), m); err != nil {
+		return err
+	}
+	w.Answer(&written{m: m, result: result})
+	return nil
+}
+
+// written is what a mission fold answers (eventlog.ModelTxn.Answer): the
+// mission as the event left it, and its result if the event set it.
+type written struct {
+	m      *missionState
+	result *string
 }
 
 func applyCreated(w writer, ev *eventlog.Event) error {
@@ -111,7 +125,7 @@ func applyCreated(w writer, ev *eventlog.Event) error {
 	if err := indexAllOf(w, m, entries...); err != nil {
 		return err
 	}
-	return saveMission(w, m)
+	return saveMission(w, m, nil)
 }
 
 // move changes m's state and its state index, and records ev about it.
@@ -145,7 +159,7 @@ func applyAccepted(w writer, ev *eventlog.Event) error {
 	if err := indexAllOf(w, m, [2]string{indexClaimer, m.ClaimerDID}, [2]string{indexActive, m.ClaimerDID}); err != nil {
 		return err
 	}
-	return saveMission(w, m)
+	return saveMission(w, m, nil)
 }
 
 func applyCompleted(w writer, ev *eventlog.Event) error {
@@ -163,7 +177,8 @@ func applyCompleted(w writer, ev *eventlog.Event) error {
 		return err
 	}
 	w.Set(key(missionResult, m.MissionID), []byte(pl.Result))
-	return saveMission(w, m)
+	result := pl.Result
+	return saveMission(w, m, &result)
 }
 
 func applySettled(w writer, ev *eventlog.Event) error {
@@ -186,7 +201,7 @@ func applySettled(w writer, ev *eventlog.Event) error {
 	if err := unindex(w, indexActive, m.ClaimerDID, m); err != nil {
 		return err
 	}
-	return saveMission(w, m)
+	return saveMission(w, m, nil)
 }
 
 // settlementTotals is what every settlement up to one paid (key m/s).
@@ -220,7 +235,7 @@ func applyMissionPayment(w writer, ev *eventlog.Event) error {
 	}
 	m.Paid = true
 	m.EventIDs = append(m.EventIDs, ev.ID)
-	if err := saveMission(w, m); err != nil {
+	if err := saveMission(w, m, nil); err != nil {
 		return err
 	}
 	var b Stats

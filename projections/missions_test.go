@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -449,32 +448,4 @@ func mustMine(t *testing.T, m *projections.Missions, agentDID string, limit, bud
 		t.Fatal(err)
 	}
 	return claimed, published, cut
-}
-
-// TestMissionRecordAsOf: a record rolled back to a step it passed is the
-// record as that step left it.
-func TestMissionRecordAsOf(t *testing.T) {
-	s := func(v string) *string { return &v }
-	settled := projections.MissionRecord{MissionID: "m", State: events.StateSettled, Claimer: s("ada"), Result: s("done"),
-		CreatedAt: "t1", ClaimedAt: s("t2"), CompletedAt: s("t3"), SettledAt: s("t4"), UpdatedAt: "t4"}
-	for _, tc := range []struct {
-		state string
-		want  projections.MissionRecord
-	}{
-		{events.StateSettled, settled},
-		{events.StateCompleted, projections.MissionRecord{MissionID: "m", State: events.StateCompleted, Claimer: s("ada"), Result: s("done"),
-			CreatedAt: "t1", ClaimedAt: s("t2"), CompletedAt: s("t3"), UpdatedAt: "t3"}},
-		{events.StateClaimed, projections.MissionRecord{MissionID: "m", State: events.StateClaimed, Claimer: s("ada"),
-			CreatedAt: "t1", ClaimedAt: s("t2"), UpdatedAt: "t2"}},
-		{events.StateCreated, projections.MissionRecord{MissionID: "m", State: events.StateCreated, CreatedAt: "t1", UpdatedAt: "t1"}},
-	} {
-		if got := settled.AsOf(tc.state); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("AsOf(%s) = %+v, want %+v", tc.state, got, tc.want)
-		}
-	}
-	// A record is never moved forward.
-	created := settled.AsOf(events.StateCreated)
-	if got := created.AsOf(events.StateSettled); !reflect.DeepEqual(got, created) {
-		t.Errorf("a created record AsOf(settled) = %+v", got)
-	}
 }
