@@ -30,6 +30,29 @@ func foldMission(w writer, ev *eventlog.Event) error {
 	}
 }
 
+// missionTaken reports whether a mission has id. An id above the greatest
+// mission id ever created (m/h) has none, and that is known without a lookup:
+// the node's ids are UUIDv7s, which grow with the clock, so a new one nearly
+// always sorts after every id before it, and a lookup of a key that is absent
+// is the costliest read the store has (every level that could hold it is
+// asked). The rule holds for any id whatever its source, since every mission
+// record was written by applyCreated, which raised m/h, and none is deleted;
+// an id at or below m/h (a clock set back) is looked up.
+func missionTaken(r reader, id string) (bool, error) {
+	hi, _, err := r.Get(key(missionHighest))
+	if err != nil {
+		return false, storeErr(err)
+	}
+	if id > string(hi) {
+		return false, nil
+	}
+	_, ok, err := r.Get(key(missionRecord, id))
+	if err != nil {
+		return false, storeErr(err)
+	}
+	return ok, nil
+}
+
 // missionIn loads the mission id names if it is in state.
 func missionIn(r reader, id, state string) (*missionState, error) {
 	m := &missionState{}
@@ -104,9 +127,9 @@ func applyCreated(w writer, ev *eventlog.Event) error {
 	if pl.MissionID == "" {
 		return errors.New("no mission_id")
 	}
-	if _, ok, err := w.Get(key(missionRecord, pl.MissionID)); err != nil {
-		return storeErr(err)
-	} else if ok {
+	if taken, err := missionTaken(w, pl.MissionID); err != nil {
+		return err
+	} else if taken {
 		return fmt.Errorf("mission %s exists", pl.MissionID)
 	}
 	if len(pl.Payload) == 0 || pl.Payload[0] != '{' {
@@ -124,6 +147,11 @@ func applyCreated(w writer, ev *eventlog.Event) error {
 	}
 	if err := indexAllOf(w, m, entries...); err != nil {
 		return err
+	}
+	if hi, _, err := w.Get(key(missionHighest)); err != nil {
+		return storeErr(err)
+	} else if m.MissionID > string(hi) {
+		w.Set(key(missionHighest), []byte(m.MissionID))
 	}
 	return saveMission(w, m, nil)
 }

@@ -20,6 +20,18 @@ func (p *Missions) MissionRef(missionID string) (events.MissionRef, bool, error)
 		return events.MissionRef{}, false, err
 	}
 	defer done()
+	if p.latest {
+		// A decision asks most often of an id it has just made, which is
+		// absent: missionTaken's rule answers without a lookup. (A query reads
+		// a snapshot, where m/h would cost a read of its own.)
+		hi, _, err := r.Get(key(missionHighest))
+		if err != nil {
+			return events.MissionRef{}, false, storeErr(err)
+		}
+		if missionID > string(hi) {
+			return events.MissionRef{}, false, nil
+		}
+	}
 	m := &missionState{}
 	ok, err := load(r, key(missionRecord, missionID), m)
 	if !ok || err != nil {

@@ -449,3 +449,26 @@ func mustMine(t *testing.T, m *projections.Missions, agentDID string, limit, bud
 	}
 	return claimed, published, cut
 }
+
+// TestMissionIDBelowHighest: an id that sorts before the greatest one created
+// (a clock set back) is looked up, not taken for new: it is created once and
+// refused the second time, and decisions find it.
+func TestMissionIDBelowHighest(t *testing.T) {
+	c := newChain(t)
+	c.create(5, "genesis")
+	c.create(3, "genesis")
+	c.create(3, "rim") // exists
+	c.create(4, "genesis")
+	if got := must(c.missions.Skipped())(t); got != 1 {
+		t.Errorf("skipped %d, want 1", got)
+	}
+	d := c.missions.Decisions()
+	for i, want := range map[int]bool{3: true, 4: true, 5: true, 2: false, 6: false} {
+		if _, ok := must2(d.MissionRef(missionID(i)))(t); ok != want {
+			t.Errorf("decision MissionRef(%d) found %v, want %v", i, ok, want)
+		}
+		if m, ok := must2(c.missions.Mission(missionID(i)))(t); ok != want || ok && m.SubnetID != "genesis" {
+			t.Errorf("Mission(%d) = %+v, %v", i, m, ok)
+		}
+	}
+}
