@@ -150,6 +150,7 @@ func (l *Log) foldRange(ctx context.Context, sp *modelSpace, from, to uint64, pr
 		sp.mu.Lock()
 		clear(sp.overlay)
 		clear(sp.cache)
+		sp.cacheBytes = 0
 		sp.settled++
 		sp.mu.Unlock()
 		writes, size, n = writes[:0], 0, 0
