@@ -304,6 +304,7 @@ func (l *Log) fold(g *group, evs []*pending) error {
 		if err != nil {
 			return err
 		}
+		p.ev.folded = tx.answer
 		sp.stage(tx, &g.models)
 	}
 	return nil

@@ -41,7 +41,16 @@ type Event struct {
 	Signature string          `json:"signature"`
 
 	raw []byte // the stored form; see doc.go
+	// folded is what the read models made of the event as the sequencer
+	// folded it (ModelTxn.Answer); nil on an event read from the store.
+	folded any
 }
+
+// Folded returns what the read models made of the event when the sequencer
+// folded it (ModelTxn.Answer): set on the events Append and Decide return, so
+// that a write can answer from its own decision without reading the models
+// again; nil on events read from the store and when no model answered.
+func (e *Event) Folded() any { return e.folded }
 
 // Raw returns the event's JSON exactly as stored and served. The caller must not
 // modify it.

@@ -54,6 +54,10 @@ type Options struct {
 	TailCheck int
 	// MaxGroup bounds the events committed under one fsync; default 4096.
 	MaxGroup int
+	// ModelCacheSize bounds, in bytes of keys and values, the cache of durable
+	// read-model values that decisions and folds read through (models.go);
+	// default DefaultModelCacheSize.
+	ModelCacheSize int64
 
 	// FS replaces Pebble's file system; tests use it to inject faults.
 	FS vfs.FS
@@ -84,6 +88,8 @@ type Log struct {
 	models   Folder
 	live     atomic.Pointer[modelSpace]
 	maxGroup int
+	// modelCache is Options.ModelCacheSize.
+	modelCache int64
 
 	// The pipeline: Append → reqs → sequencer → groups → committer.
 	reqs    chan *request
@@ -130,6 +136,9 @@ func Open(opts Options) (*Log, error) {
 	if opts.MaxGroup <= 0 {
 		opts.MaxGroup = 4096
 	}
+	if opts.ModelCacheSize <= 0 {
+		opts.ModelCacheSize = DefaultModelCacheSize
+	}
 	// A larger memtable than the 4 MiB default means fewer, larger flushes and less
 	// compaction work per appended event; it costs at most two memtables of RSS.
 	if opts.CacheSize <= 0 {
@@ -154,7 +163,7 @@ func Open(opts Options) (*Log, error) {
 	pub := opts.Key.Public().(ed25519.PublicKey)
 	l := &Log{
 		key: opts.Key, pub: pub, did: DIDKey(pub),
-		now: opts.Now, log: opts.Logger, onCommit: opts.OnCommit, onGroup: opts.OnGroupCommit, models: opts.Models, maxGroup: opts.MaxGroup,
+		now: opts.Now, log: opts.Logger, onCommit: opts.OnCommit, onGroup: opts.OnGroupCommit, models: opts.Models, maxGroup: opts.MaxGroup, modelCache: opts.ModelCacheSize,
 		reqs:    make(chan *request, 1024),
 		groups:  make(chan *group), // unbuffered: a group is handed over only when the committer is free
 		stopped: make(chan struct{}),

@@ -48,10 +48,13 @@ type modelWrite struct {
 // overlay, so a command sees every decision before it; queries read the
 // database alone, so they see durable state only.
 //
-// Below the overlay sits a bounded cache of durable values, present or absent,
-// for the keys decisions read again and again: a counter, the slug a publisher
-// names, the mission being claimed. A lookup of an absent key in Pebble must
-// ask every level that could hold it, so the cache matters most for those.
+// Below the overlay sits a cache of durable values, present or absent, bounded
+// in bytes (Options.ModelCacheSize). It is write-through: every value a commit
+// makes durable enters it, so the keys decisions and folds read again and
+// again (a counter, the slug a publisher names, the mission being claimed)
+// are answered from memory once touched, without a Pebble read. A lookup of an
+// absent key in Pebble must ask every level that could hold it, so a key read
+// and found absent is cached too.
 type modelSpace struct {
 	db     *pebble.DB
 	prefix byte
@@ -59,16 +62,28 @@ type modelSpace struct {
 	mu      sync.RWMutex
 	overlay map[string]modelEntry
 	cache   map[string]modelEntry // durable values; seq unused
+	// cacheBytes is what cache holds (cachedSize); cacheMax bounds it.
+	cacheBytes, cacheMax int64
 	// settled counts settle calls, so that a value read from Pebble is cached
 	// only if no commit settled in the meantime (it could be older than that).
 	settled uint64
 }
 
-// modelCacheEntries bounds the cache: about 16 MiB of typical keys and values.
-const modelCacheEntries = 1 << 16
+// DefaultModelCacheSize is the default of Options.ModelCacheSize: about
+// 30,000 missions' records with their counters and index entries.
+const DefaultModelCacheSize = 32 << 20
 
-func newModelSpace(db *pebble.DB, prefix byte) *modelSpace {
-	return &modelSpace{db: db, prefix: prefix, overlay: map[string]modelEntry{}, cache: map[string]modelEntry{}}
+// cacheEntryOverhead is what a cached entry costs beyond its key and value
+// bytes: the map slot and the string and slice headers.
+const cacheEntryOverhead = 80
+
+func cachedSize(k string, e modelEntry) int64 {
+	return int64(len(k)+len(e.value)) + cacheEntryOverhead
+}
+
+func newModelSpace(db *pebble.DB, prefix byte, cacheMax int64) *modelSpace {
+	return &modelSpace{db: db, prefix: prefix, overlay: map[string]modelEntry{}, cache: map[string]modelEntry{},
+		cacheMax: cacheMax}
 }
 
 func (s *modelSpace) key(k []byte) []byte {
@@ -93,23 +108,40 @@ func (s *modelSpace) get(k []byte) ([]byte, bool, error) {
 	}
 	s.mu.Lock()
 	if s.settled == gen {
-		if len(s.cache) >= modelCacheEntries {
-			s.evict()
-		}
-		s.cache[string(k)] = modelEntry{value: v, deleted: !found}
+		s.cachePut(string(k), modelEntry{value: v, deleted: !found})
 	}
 	s.mu.Unlock()
 	return v, found, nil
 }
 
+// cachePut caches e under k, evicting to stay within cacheMax. A value
+// larger than an eighth of the cache (a mission's result) is not kept: it
+// would push out many small, hot ones. s.mu must be held.
+func (s *modelSpace) cachePut(k string, e modelEntry) {
+	if old, ok := s.cache[k]; ok {
+		s.cacheBytes -= cachedSize(k, old)
+		delete(s.cache, k)
+	}
+	n := cachedSize(k, e)
+	if n > s.cacheMax/8 {
+		return
+	}
+	for s.cacheBytes+n > s.cacheMax && len(s.cache) > 0 {
+		s.evict()
+	}
+	s.cache[k] = e
+	s.cacheBytes += n
+}
+
 // evict drops about a quarter of the cache, in map order, which is random
 // enough for a cache of hot keys: they come back at their next read.
 func (s *modelSpace) evict() {
-	n := len(s.cache) / 4
-	for k := range s.cache {
+	n := len(s.cache)/4 + 1
+	for k, e := range s.cache {
 		if n--; n < 0 {
 			break
 		}
+		s.cacheBytes -= cachedSize(k, e)
 		delete(s.cache, k)
 	}
 }
@@ -157,8 +189,9 @@ func (s *modelSpace) apply(b *pebble.Batch, writes []modelWrite) {
 }
 
 // settle drops from the overlay what writes put there, now that it is durable,
-// unless a later event has written the key again, and brings the cached keys
-// up to date.
+// unless a later event has written the key again, and writes the values
+// through to the cache. A deletion only updates a key already cached: the
+// folds delete index entries, which they never read.
 func (s *modelSpace) settle(writes []modelWrite) {
 	s.mu.Lock()
 	s.settled++
@@ -166,8 +199,8 @@ func (s *modelSpace) settle(writes []modelWrite) {
 		if e, ok := s.overlay[w.key]; ok && e.seq <= w.seq {
 			delete(s.overlay, w.key)
 		}
-		if _, ok := s.cache[w.key]; ok {
-			s.cache[w.key] = w.modelEntry
+		if _, ok := s.cache[w.key]; ok || !w.deleted {
+			s.cachePut(w.key, modelEntry{value: w.value, deleted: w.deleted})
 		}
 	}
 	s.mu.Unlock()
@@ -181,6 +214,7 @@ type ModelTxn struct {
 	seq    uint64
 	writes []modelWrite
 	err    error // a write under a reserved key; fails the fold
+	answer any   // Answer's value
 }
 
 // Seq is the seq of the event being folded.
@@ -217,6 +251,13 @@ func (t *ModelTxn) put(key []byte, e modelEntry) {
 	}
 	t.writes = append(t.writes, modelWrite{key: string(key), modelEntry: e})
 }
+
+// Answer hands v to the caller of the Append or Decide that wrote the event,
+// as Event.Folded: what the fold made of it, such as the record it wrote, so
+// that the write can answer without reading the models again. v must not be
+// modified afterwards. Call it last, once the fold has accepted the event:
+// Rollback does not take an answer back. A rebuild drops it.
+func (t *ModelTxn) Answer(v any) { t.answer = v }
 
 // Mark returns the position Rollback returns to.
 func (t *ModelTxn) Mark() int { return len(t.writes) }

@@ -54,7 +54,7 @@ func (l *Log) openModels(progress RebuildProgress) error {
 	if ok && len(v) == 1 && (v[0] == spaceModelsA || v[0] == spaceModelsB) {
 		live = v[0]
 	}
-	sp := newModelSpace(l.db, live)
+	sp := newModelSpace(l.db, live, l.modelCache)
 	version, applied, err := l.spaceState(sp)
 	if err != nil {
 		return err
@@ -99,7 +99,7 @@ func (l *Log) spaceState(sp *modelSpace) (string, uint64, error) {
 // space left by an interrupted rebuild of the same version continues from its
 // watermark; anything else there is discarded first.
 func (l *Log) rebuildInto(ctx context.Context, prefix byte, resume bool, progress RebuildProgress) (*modelSpace, error) {
-	sp := newModelSpace(l.db, prefix)
+	sp := newModelSpace(l.db, prefix, l.modelCache)
 	version, applied, err := l.spaceState(sp)
 	if err != nil {
 		return nil, err
@@ -150,6 +150,7 @@ func (l *Log) foldRange(ctx context.Context, sp *modelSpace, from, to uint64, pr
 		sp.mu.Lock()
 		clear(sp.overlay)
 		clear(sp.cache)
+		sp.cacheBytes = 0
 		sp.settled++
 		sp.mu.Unlock()
 		writes, size, n = writes[:0], 0, 0

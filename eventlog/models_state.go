@@ -15,5 +15,5 @@ func (l *Log) ModelsState() (version string, applied uint64, err error) {
 	if ok && len(v) == 1 && (v[0] == spaceModelsA || v[0] == spaceModelsB) {
 		live = v[0]
 	}
-	return l.spaceState(newModelSpace(l.db, live))
+	return l.spaceState(newModelSpace(l.db, live, l.modelCache))
 }

@@ -17,8 +17,8 @@ import (
 
 // The mission endpoints (spec "Missions", wire.md §7). Writes go through
 // commands.Mission, which appends before it returns; every write answers with the
-// full mission record read back from the read model, which OnCommit has already
-// updated, so a 200 is durable and every later read sees it. Who may act for
+// full mission record its own event's fold produced (writtenMission), which is
+// durable with the event, so a 200 is durable and every later read sees it. Who may act for
 // whom is the commands' to decide; the route table keeps observers out and the
 // supervision list to the owner.
 //
@@ -222,33 +222,20 @@ func (s *Server) writeMission(w http.ResponseWriter, res commands.MissionResult)
 }
 
 // writtenMission is the full record of a mission a command has just written,
-// as the command's own step left it: a later step of another request may
-// have committed before this read, and a write's answer must not show it
-// (the answer is the write's, so the history stays linearizable).
+// as the command's own step left it: the record the fold of the write's first
+// event produced (projections.Missions.Written), not a read of the model, in
+// which a later step of another request may already show (the answer is the
+// write's, so the history stays linearizable).
 func (s *Server) writtenMission(res commands.MissionResult) (projections.MissionRecord, error) {
-	rec, ok, err := s.missions.Mission(res.MissionID)
-	if err != nil {
-		return projections.MissionRecord{}, err
-	}
-	if !ok {
-		// Appended but not in the read model: the log does not fold into it,
-		// a wiring fault (500).
-		return projections.MissionRecord{}, fmt.Errorf("mission %s: appended but not in the read model", res.MissionID)
-	}
 	if len(res.Events) > 0 {
-		if state, ok := stepState[res.Events[0].Type]; ok {
-			rec = rec.AsOf(state)
+		rec, ok, err := s.missions.Written(&res.Events[0])
+		if err != nil || ok {
+			return rec, err
 		}
 	}
-	return rec, nil
-}
-
-// stepState is the state each mission write's first event moves a mission to.
-var stepState = map[string]string{
-	events.TypeMissionCreated:   events.StateCreated,
-	events.TypeMissionAccepted:  events.StateClaimed,
-	events.TypeMissionCompleted: events.StateCompleted,
-	events.TypeMissionSettled:   events.StateSettled,
+	// Appended but not folded: the log does not fold into the missions
+	// model, a wiring fault (500).
+	return projections.MissionRecord{}, fmt.Errorf("mission %s: appended but not in the read model", res.MissionID)
 }
 
 func errMissionNotFound(id string) error {

@@ -291,3 +291,24 @@ func TestMissionRoutes(t *testing.T) {
 	w.civSend(http.MethodDelete, "/v1/core/missions/"+rec.MissionID, testToken, nil).wantError(t, http.StatusMethodNotAllowed, "method_not_allowed", "")
 	w.civSend(http.MethodGet, "/v1/core/missions/"+rec.MissionID+"/claim", testToken, nil).wantError(t, http.StatusMethodNotAllowed, "method_not_allowed", "")
 }
+
+// TestMissionWriteAnswersAsRead holds each mission write's answer, which is the
+// record its own fold produced (writtenMission), to the bytes a GET of the
+// mission returns right after it: one record, whichever way it is read.
+func TestMissionWriteAnswersAsRead(t *testing.T) {
+	w := newMissionWorld(t)
+	pub, ada := w.tokens["pub"], w.tokens["ada"]
+	r := w.civSend(http.MethodPost, "/v1/core/missions", pub, missionBody(nil)).wantOK(t, nil)
+	var rec missionRec
+	r.decode(t, &rec)
+	same := func(step string, r response) {
+		t.Helper()
+		if got := w.get("/v1/core/missions/"+rec.MissionID).wantOK(t, nil); string(got.body) != string(r.body) {
+			t.Errorf("%s answered %s\nGET returns %s", step, r.body, got.body)
+		}
+	}
+	same("create", r)
+	same("claim", w.step(rec.MissionID, "claim", ada, map[string]any{"claimer": "ada"}).wantOK(t, nil))
+	same("complete", w.step(rec.MissionID, "complete", ada, map[string]any{"result": `{"delivered":true,"note":"<&>"}`}).wantOK(t, nil))
+	same("settle", w.step(rec.MissionID, "settle", pub, map[string]any{}).wantOK(t, nil))
+}

@@ -11,7 +11,7 @@ import (
 // Version is the layout of the state the models keep in the log's model space.
 // Change it with any change to a key or a stored value, or to what a fold
 // makes of an event: the node then rebuilds every model from the chain at start.
-const Version = "4"
+const Version = "5"
 
 // Folder folds the chain into every read model; it is the eventlog.Folder a
 // node opens its log with. It holds no state: everything lives in the model

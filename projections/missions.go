@@ -22,6 +22,9 @@ package projections
 //	                                   and including this one
 //	m/p                                the running totals of the newest one
 //	m/k                                events the model could not apply
+//	m/h                                the greatest mission_id created: no
+//	                                   m/r key sorts after it, so a new id
+//	                                   above it needs no lookup (newMission)
 //
 // Every list is in creation order, which is seq order, and every filter has its
 // own index, so a filtered list walks the smallest index its filters name.
@@ -50,6 +53,7 @@ const (
 	missionSettle   = "m/s"
 	missionPaid     = "m/p"
 	missionSkipped  = "m/k"
+	missionHighest  = "m/h"
 )
 
 // Mission indexes.

@@ -30,6 +30,29 @@ func foldMission(w writer, ev *eventlog.Event) error {
 	}
 }
 
+// missionTaken reports whether a mission has id. An id above the greatest
+// mission id ever created (m/h) has none, and that is known without a lookup:
+// the node's ids are UUIDv7s, which grow with the clock, so a new one nearly
+// always sorts after every id before it, and a lookup of a key that is absent
+// is the costliest read the store has (every level that could hold it is
+// asked). The rule holds for any id whatever its source, since every mission
+// record was written by applyCreated, which raised m/h, and none is deleted;
+// an id at or below m/h (a clock set back) is looked up.
+func missionTaken(r reader, id string) (bool, error) {
+	hi, _, err := r.Get(key(missionHighest))
+	if err != nil {
+		return false, storeErr(err)
+	}
+	if id > string(hi) {
+		return false, nil
+	}
+	_, ok, err := r.Get(key(missionRecord, id))
+	if err != nil {
+		return false, storeErr(err)
+	}
+	return ok, nil
+}
+
 // missionIn loads the mission id names if it is in state.
 func missionIn(r reader, id, state string) (*missionState, error) {
 	m := &missionState{}
@@ -78,8 +101,22 @@ func indexAllOf(w writer, m *missionState, entries ...[2]string) error {
 	return nil
 }
 
-func saveMission(w writer, m *missionState) error {
-	return store(w, key(missionRecord, m.MissionID), m)
+// saveMission stores m and answers the event's writer with the record it
+// leaves (Missions.Written). result is the mission's result when the event
+// sets it; after that it is in the store alone (m/t).
+func saveMission(w writer, m *missionState, result *string) error {
+	if err := store(w, key(missionRecord, m.MissionID), m); err != nil {
+		return err
+	}
+	w.Answer(&written{m: m, result: result})
+	return nil
+}
+
+// written is what a mission fold answers (eventlog.ModelTxn.Answer): the
+// mission as the event left it, and its result if the event set it.
+type written struct {
+	m      *missionState
+	result *string
 }
 
 func applyCreated(w writer, ev *eventlog.Event) error {
@@ -90,9 +127,9 @@ func applyCreated(w writer, ev *eventlog.Event) error {
 	if pl.MissionID == "" {
 		return errors.New("no mission_id")
 	}
-	if _, ok, err := w.Get(key(missionRecord, pl.MissionID)); err != nil {
-		return storeErr(err)
-	} else if ok {
+	if taken, err := missionTaken(w, pl.MissionID); err != nil {
+		return err
+	} else if taken {
 		return fmt.Errorf("mission %s exists", pl.MissionID)
 	}
 	if len(pl.Payload) == 0 || pl.Payload[0] != '{' {
@@ -111,7 +148,12 @@ func applyCreated(w writer, ev *eventlog.Event) error {
 	if err := indexAllOf(w, m, entries...); err != nil {
 		return err
 	}
-	return saveMission(w, m)
+	if hi, _, err := w.Get(key(missionHighest)); err != nil {
+		return storeErr(err)
+	} else if m.MissionID > string(hi) {
+		w.Set(key(missionHighest), []byte(m.MissionID))
+	}
+	return saveMission(w, m, nil)
 }
 
 // move changes m's state and its state index, and records ev about it.
@@ -145,7 +187,7 @@ func applyAccepted(w writer, ev *eventlog.Event) error {
 	if err := indexAllOf(w, m, [2]string{indexClaimer, m.ClaimerDID}, [2]string{indexActive, m.ClaimerDID}); err != nil {
 		return err
 	}
-	return saveMission(w, m)
+	return saveMission(w, m, nil)
 }
 
 func applyCompleted(w writer, ev *eventlog.Event) error {
@@ -163,7 +205,8 @@ func applyCompleted(w writer, ev *eventlog.Event) error {
 		return err
 	}
 	w.Set(key(missionResult, m.MissionID), []byte(pl.Result))
-	return saveMission(w, m)
+	result := pl.Result
+	return saveMission(w, m, &result)
 }
 
 func applySettled(w writer, ev *eventlog.Event) error {
@@ -186,7 +229,7 @@ func applySettled(w writer, ev *eventlog.Event) error {
 	if err := unindex(w, indexActive, m.ClaimerDID, m); err != nil {
 		return err
 	}
-	return saveMission(w, m)
+	return saveMission(w, m, nil)
 }
 
 // settlementTotals is what every settlement up to one paid (key m/s).
@@ -220,7 +263,7 @@ func applyMissionPayment(w writer, ev *eventlog.Event) error {
 	}
 	m.Paid = true
 	m.EventIDs = append(m.EventIDs, ev.ID)
-	if err := saveMission(w, m); err != nil {
+	if err := saveMission(w, m, nil); err != nil {
 		return err
 	}
 	var b Stats

@@ -20,6 +20,18 @@ func (p *Missions) MissionRef(missionID string) (events.MissionRef, bool, error)
 		return events.MissionRef{}, false, err
 	}
 	defer done()
+	if p.latest {
+		// A decision asks most often of an id it has just made, which is
+		// absent: missionTaken's rule answers without a lookup. (A query reads
+		// a snapshot, where m/h would cost a read of its own.)
+		hi, _, err := r.Get(key(missionHighest))
+		if err != nil {
+			return events.MissionRef{}, false, storeErr(err)
+		}
+		if missionID > string(hi) {
+			return events.MissionRef{}, false, nil
+		}
+	}
 	m := &missionState{}
 	ok, err := load(r, key(missionRecord, missionID), m)
 	if !ok || err != nil {
@@ -45,6 +57,32 @@ func (p *Missions) Mission(missionID string) (MissionRecord, bool, error) {
 		return MissionRecord{}, false, err
 	}
 	return m.record(result), true, nil
+}
+
+// Written returns the record of the mission ev wrote, as the fold of ev left
+// it: what GET /v1/core/missions/{mission_id} returned once ev was durable and
+// before any later event about the mission. It is read from what the fold
+// answered (eventlog.Event.Folded) on an event Append or Decide returned, so
+// a write answers from its own decision: the store is read only for the result
+// of a mission whose result an earlier event set (a settlement). ok is false
+// when the missions model did not fold ev.
+func (p *Missions) Written(ev *eventlog.Event) (MissionRecord, bool, error) {
+	w, ok := ev.Folded().(*written)
+	if !ok {
+		return MissionRecord{}, false, nil
+	}
+	result := w.result
+	if result == nil && w.m.CompletedAt != nil {
+		v, err := view(p.src)
+		if err != nil {
+			return MissionRecord{}, false, err
+		}
+		defer v.Close()
+		if result, _, err = loadResult(v, w.m); err != nil {
+			return MissionRecord{}, false, err
+		}
+	}
+	return w.m.record(result), true, nil
 }
 
 // loadResult reads m's result, nil until it is completed, and its size.

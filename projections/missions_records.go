@@ -111,34 +111,3 @@ func (m *missionState) ref() events.MissionRef {
 	}
 	return r
 }
-
-// AsOf is r as it was when the mission reached state, which r's own state is
-// at or past: a mission only moves forward, and each step sets only its own
-// fields, so the later steps' fields are taken back. A write answers with the
-// record as its own step left it, although a later step may have committed
-// before the answer was read.
-func (r MissionRecord) AsOf(state string) MissionRecord {
-	switch state {
-	case events.StateCreated:
-		r.Claimer, r.ClaimedAt, r.UpdatedAt = nil, nil, r.CreatedAt
-		fallthrough
-	case events.StateClaimed:
-		if r.ClaimedAt != nil {
-			r.UpdatedAt = *r.ClaimedAt
-		}
-		r.Result, r.CompletedAt = nil, nil
-		fallthrough
-	case events.StateCompleted:
-		if r.CompletedAt != nil {
-			r.UpdatedAt = *r.CompletedAt
-		}
-		r.SettledAt = nil
-	}
-	if stateOrder[state] < stateOrder[r.State] {
-		r.State = state
-	}
-	return r
-}
-
-// stateOrder ranks the mission states in the only order a mission passes them.
-var stateOrder = map[string]int{events.StateCreated: 1, events.StateClaimed: 2, events.StateCompleted: 3, events.StateSettled: 4}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -451,30 +450,25 @@ func mustMine(t *testing.T, m *projections.Missions, agentDID string, limit, bud
 	return claimed, published, cut
 }
 
-// TestMissionRecordAsOf: a record rolled back to a step it passed is the
-// record as that step left it.
-func TestMissionRecordAsOf(t *testing.T) {
-	s := func(v string) *string { return &v }
-	settled := projections.MissionRecord{MissionID: "m", State: events.StateSettled, Claimer: s("ada"), Result: s("done"),
-		CreatedAt: "t1", ClaimedAt: s("t2"), CompletedAt: s("t3"), SettledAt: s("t4"), UpdatedAt: "t4"}
-	for _, tc := range []struct {
-		state string
-		want  projections.MissionRecord
-	}{
-		{events.StateSettled, settled},
-		{events.StateCompleted, projections.MissionRecord{MissionID: "m", State: events.StateCompleted, Claimer: s("ada"), Result: s("done"),
-			CreatedAt: "t1", ClaimedAt: s("t2"), CompletedAt: s("t3"), UpdatedAt: "t3"}},
-		{events.StateClaimed, projections.MissionRecord{MissionID: "m", State: events.StateClaimed, Claimer: s("ada"),
-			CreatedAt: "t1", ClaimedAt: s("t2"), UpdatedAt: "t2"}},
-		{events.StateCreated, projections.MissionRecord{MissionID: "m", State: events.StateCreated, CreatedAt: "t1", UpdatedAt: "t1"}},
-	} {
-		if got := settled.AsOf(tc.state); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("AsOf(%s) = %+v, want %+v", tc.state, got, tc.want)
-		}
+// TestMissionIDBelowHighest: an id that sorts before the greatest one created
+// (a clock set back) is looked up, not taken for new: it is created once and
+// refused the second time, and decisions find it.
+func TestMissionIDBelowHighest(t *testing.T) {
+	c := newChain(t)
+	c.create(5, "genesis")
+	c.create(3, "genesis")
+	c.create(3, "rim") // exists
+	c.create(4, "genesis")
+	if got := must(c.missions.Skipped())(t); got != 1 {
+		t.Errorf("skipped %d, want 1", got)
 	}
-	// A record is never moved forward.
-	created := settled.AsOf(events.StateCreated)
-	if got := created.AsOf(events.StateSettled); !reflect.DeepEqual(got, created) {
-		t.Errorf("a created record AsOf(settled) = %+v", got)
+	d := c.missions.Decisions()
+	for i, want := range map[int]bool{3: true, 4: true, 5: true, 2: false, 6: false} {
+		if _, ok := must2(d.MissionRef(missionID(i)))(t); ok != want {
+			t.Errorf("decision MissionRef(%d) found %v, want %v", i, ok, want)
+		}
+		if m, ok := must2(c.missions.Mission(missionID(i)))(t); ok != want || ok && m.SubnetID != "genesis" {
+			t.Errorf("Mission(%d) = %+v, %v", i, m, ok)
+		}
 	}
 }

@@ -25,11 +25,14 @@ type reader interface {
 	Get(key []byte) ([]byte, bool, error)
 }
 
-// writer is a fold's side of a ModelTxn.
+// writer is a fold's side of a ModelTxn. Answer hands the writer of the event
+// what the fold made of it (eventlog.ModelTxn.Answer); a fold calls it last,
+// once it has accepted the event.
 type writer interface {
 	reader
 	Set(key, value []byte)
 	Delete(key []byte)
+	Answer(v any)
 }
 
 // errStore marks a failure of the model store itself, as opposed to an event

@@ -21,7 +21,7 @@ func openCore(ctx context.Context, d dataDir, key ed25519.PrivateKey, cfg core.C
 		return nil, err
 	}
 	opts := eventlog.Options{OnRebuild: rebuildLogger(logger), OnCommit: hooks.onCommit, OnGroupCommit: hooks.onGroupCommit,
-		OnTreeBuild: treeBuildProgress(logger, hooks.onTreeBuild)}
+		OnTreeBuild: treeBuildProgress(logger, hooks.onTreeBuild), ModelCacheSize: hooks.modelCache}
 	opts.Dir, opts.Key, opts.Logger = d.dbPath(), key, logger
 	c, err := core.Open(opts, cfg)
 	if err != nil {
@@ -40,13 +40,16 @@ func openCore(ctx context.Context, d dataDir, key ed25519.PrivateKey, cfg core.C
 	return c, nil
 }
 
-// logHooks are the eventlog.Options hooks serve sets.
+// logHooks are the eventlog.Options hooks and settings serve sets.
 type logHooks struct {
 	onCommit      func([]eventlog.Event) error
 	onGroupCommit func(eventlog.GroupCommit)
 	// onTreeBuild, if set, is told the tree build's progress besides the
 	// log (serve's bar on a terminal).
 	onTreeBuild eventlog.RebuildProgress
+	// modelCache is eventlog.Options.ModelCacheSize (serve --model-cache);
+	// 0: the default.
+	modelCache int64
 }
 
 // treeBuildProgress logs the one-time build of the Merkle tree (a data dir

@@ -2,7 +2,7 @@
 //
 //	civnode serve   [--data-dir DIR] [--addr HOST:PORT] [--governs a,b] [--catalog FILE]
 //	                [--page-bytes N] [--rate-limit N] [--rate-burst N] [--max-conns N]
-//	                [--max-conns-per-addr N]
+//	                [--max-conns-per-addr N] [--model-cache BYTES]
 //	civnode verify  FILE|-            an export bundle (- reads stdin)
 //	civnode verify  --data-dir DIR    the local chain
 //	civnode export  [--data-dir DIR]  a signed export bundle to stdout

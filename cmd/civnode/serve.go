@@ -48,6 +48,8 @@ type serveConfig struct {
 	natsMaxPending            int64
 	// registryURL is the agent registry the node proxies.
 	registryURL string
+	// modelCache bounds the read models' write-through cache, in bytes.
+	modelCache int64
 }
 
 func (m *Main) newServeCommand(g *globals) *cobra.Command {
@@ -121,6 +123,7 @@ with Retry-After (health and the node proof are never held back). Every limit is
 	f.StringVar(&cfg.natsLeaf, "nats-leaf", "", "join the NATS server or cluster at `URL` (its leafnodes port, nats://host:7422) as a leaf node")
 	f.IntVar(&cfg.natsMaxConns, "nats-max-conns", stream.DefaultMaxConns, "clients of the --nats-listen port at once; one more is refused as it connects (0: NATS's own cap, 65,536)")
 	f.IntVar(&cfg.natsMaxSubs, "nats-max-subs", stream.DefaultMaxSubs, "subscriptions of one --nats-listen client; one more is refused (0: no cap)")
+	f.Int64Var(&cfg.modelCache, "model-cache", eventlog.DefaultModelCacheSize, "`BYTES` of read-model records kept in memory for the write path's decisions and folds (docs/limits.md); at least 1 MiB")
 	f.Int64Var(&cfg.natsMaxPending, "nats-max-pending", stream.DefaultMaxPending, "`BYTES` queued for one NATS client before it is cut off as a slow consumer; at least 8 MiB")
 	return cmd
 }
@@ -144,6 +147,8 @@ func (cfg serveConfig) check() error {
 		return usageErrorf("--response-budget must be at least --page-bytes (%d), or 0 for the default", cfg.pageBytes)
 	case cfg.maxConnsPerAddr < 0:
 		return usageErrorf("--max-conns-per-addr must be 0 or more (0: no cap)")
+	case cfg.modelCache < 1<<20:
+		return usageErrorf("--model-cache must be at least 1 MiB (1048576)")
 	}
 	return nil
 }
@@ -230,7 +235,7 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	}
 	node, err := openCore(ctx, dir, key, core.Config{Catalog: cat, Governs: cfg.governs,
 		Keys: dir.keystore(), Registry: registry}, logger,
-		logHooks{onCommit: st.Publish, onGroupCommit: metrics.ObserveGroupCommit, onTreeBuild: m.treeBuildBar()})
+		logHooks{onCommit: st.Publish, onGroupCommit: metrics.ObserveGroupCommit, onTreeBuild: m.treeBuildBar(), modelCache: cfg.modelCache})
 	var ce *eventlog.ChainError
 	if errors.Is(err, eventlog.ErrCorrupt) {
 		return fmt.Errorf("%w; the node will not start on a damaged store: restore the data dir from a backup", err)
