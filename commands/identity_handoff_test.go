@@ -13,7 +13,7 @@ import (
 const otherNodeDID = "did:key:z6MkiTBz1ymuepAQ4HEHYSF1H8quG5GLVVQR3djdX3mDooWp"
 
 // handedOff bootstraps an identity with an agent token, and hands it to another
-// node with that token's own binding, as in issue 16 defect 5.
+// node with that token's own binding: an identity handed off to another node.
 func handedOff(t *testing.T, c *idNode, tokens *commands.Tokens, slug string) (did string, agent commands.Actor) {
 	t.Helper()
 	ctx := context.Background()
@@ -35,7 +35,7 @@ func handedOff(t *testing.T, c *idNode, tokens *commands.Tokens, slug string) (d
 
 // TestHandOffIsFinal: once an identity's active binding names another node, no
 // token of this node acts for it: not the owner, and not an agent token issued
-// before the hand-off, which must not be able to bind it back (issue 16 defect 5).
+// before the hand-off, which must not be able to bind it back.
 func TestHandOffIsFinal(t *testing.T) {
 	c := openCore(t, nil)
 	n := &idNode{t: t, log: c.Log, read: c.Identities, cmd: c.Identity}

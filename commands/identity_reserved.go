@@ -4,7 +4,7 @@ import (
 	"slices"
 )
 
-// Reserved slugs (issue 16, defect 7). A public_id is also the publisher name of
+// Reserved slugs. A public_id is also the publisher name of
 // the identity's missions, and a subnet's government publishes under the
 // subnet's id: an agent holding "genesis" could publish missions that
 // ?publisher=genesis mixes with the government's, and one named "treasury" or

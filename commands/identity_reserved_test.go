@@ -12,7 +12,7 @@ import (
 // TestReservedSlugsAtBootstrap: no identity may take as its slug the id of a
 // subnet this node governs, a faction of the catalog, or a name that carries
 // authority; an agent that took "genesis" could publish beside the government
-// of genesis under its name (issue 16 defect 7).
+// of genesis under its name.
 func TestReservedSlugsAtBootstrap(t *testing.T) {
 	n := newIDNodeGoverning(t, "genesis", "mars")
 	agentWithoutGovernance := commands.Actor{TokenID: "owner", Kind: commands.ActorOwner} // --governs is the node's, not the token's

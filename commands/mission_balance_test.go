@@ -73,7 +73,7 @@ func (w *ledgerWorld) settle(id string) error {
 // TestSettlementBalanceBound: a settlement that would take any balance,
 // treasury or total past 2^53-1, the largest integer every JSON client reads
 // exactly, is 409 balance_overflow and appends nothing; one that reaches the
-// bound exactly is paid (issue 16 defect 9).
+// bound exactly is paid.
 func TestSettlementBalanceBound(t *testing.T) {
 	const max = commands.MaxBalance
 	if max != 1<<53-1 {

@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// TestVerifyPrettyPrintedBundle is the regression test for issue 17's defect: a
+// TestVerifyPrettyPrintedBundle is a regression test: a
 // bundle piped through `python3 -m json.tool` was rejected at seq 1 with "genesis
 // payload does not carry the node's public key", because the genesis check looked
 // for `"public_key":"…"` in the payload's bytes and json.tool writes `": "`. The

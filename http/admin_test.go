@@ -288,7 +288,7 @@ func TestAdminNeedsTokenService(t *testing.T) {
 // TestAdminRefusesTokenForHandedOffIdentity: once an identity's own token has
 // bound it to another node, the owner can issue no agent token for it (403,
 // nothing stored or audited), and the token issued before the hand-off cannot
-// bind it back (issue 16 defect 5).
+// bind it back.
 func TestAdminRefusesTokenForHandedOffIdentity(t *testing.T) {
 	n := newCivNode(t)
 	did, _ := n.bootstrap(map[string]any{"display_name": "Wanderer", "public_id": "wanderer"})

@@ -7,7 +7,7 @@ import (
 
 // TestReservedSlugs: an agent cannot take as its slug the id of a subnet this
 // node governs, nor a name that carries authority, at bootstrap or on a rename,
-// so it cannot publish under a government's name (issue 16 defect 7).
+// so it cannot publish under a government's name.
 func TestReservedSlugs(t *testing.T) {
 	n := newCivNodeServing(t, nil, func(o *Options) { o.Governs = []string{"genesis", "mars"} })
 	tip := n.log.Tip().Seq

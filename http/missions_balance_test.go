@@ -16,7 +16,7 @@ import (
 
 // TestSettlementPastBalanceBound: a settlement that would take a balance,
 // treasury or total past 2^53-1 is 409 balance_overflow, the tip does not move
-// and the mission stays completed (issue 16 defect 9).
+// and the mission stays completed.
 func TestSettlementPastBalanceBound(t *testing.T) {
 	w := newMissionWorld(t)
 	// Reaching the bound through the API takes some 9,000 settlements of the

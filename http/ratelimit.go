@@ -23,7 +23,7 @@ import (
 // request (rateLimitedRoute): every authenticated POST, which appends to the
 // chain, calls the registry or runs MCP tools, the registry reads, which call
 // out, and the event log's query and export, which read the store. The other
-// reads are answered from in-memory read models, bounded by the list slots and
+// reads are answered from the read models, bounded by the list slots and
 // the handler time; GET /v1/health and the stream's upgrade are never limited
 // (the stream has its own cap of clients per token instead).
 //

@@ -151,7 +151,7 @@ func nodeDIDOf(t *testing.T, dir string) string {
 
 const notTheNode = "could not prove it holds node.key; the owner token was not sent"
 
-// TestTokenNotSentToImpostor is issue 16's first defect: a process that holds
+// TestTokenNotSentToImpostor: a process that holds
 // --addr while the node runs elsewhere must never receive the owner token, even
 // when it answers like the node would.
 func TestTokenNotSentToImpostor(t *testing.T) {

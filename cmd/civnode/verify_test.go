@@ -18,7 +18,7 @@ import (
 // `python3 -m json.tool` does (four-space indent, ": " after each name, every
 // non-ASCII character as a \u escape), and requires civnode verify to accept the
 // copy from a file, from stdin, and as the built binary; a tampered copy is
-// still rejected at its seq. Before issue 17 the copy was refused at seq 1:
+// still rejected at its seq. The copy was once refused at seq 1:
 // "genesis payload does not carry the node's public key".
 func TestVerifyPrettyPrintedBundle(t *testing.T) {
 	dir := t.TempDir()

@@ -2,7 +2,7 @@
 // folded into it (projections.Folder), the queries over those models, and the
 // commands that decide against them. `civnode serve`, `replay`, the offline
 // token commands and every test that needs a whole node open it through Open,
-// so a test exercises the same wiring as the binary (review D3).
+// so a test exercises the same wiring as the binary.
 //
 // It lives under cmd because wiring is the one place allowed to know every
 // package (design.md, "Packages").
