@@ -27,6 +27,43 @@ const (
 	benchStreamTick = 10 * time.Millisecond
 )
 
+// streamOnly is bench --stream-only: the idle limits the stream's figures are
+// read against (sign, one synced write), a node filled with --events missions,
+// and the stream phase; nothing else, so that stream runs alternate quickly.
+func (b *bench) streamOnly(ctx context.Context) error {
+	b.log.Info("bench: reference limits (idle)")
+	sign, verify := edRates()
+	b.res.set("sign_per_s", sign)
+	b.res.set("verify_per_s", verify)
+	syncMs, err := syncWriteMillis(b.tmp, b.quiet)
+	if err != nil {
+		return err
+	}
+	b.res.set("pebble_sync_write_ms", syncMs)
+	b.res.set("pebble_sync_writes_per_s", 1000/syncMs)
+	if err := b.startTarget(ctx); err != nil {
+		return err
+	}
+	if err := b.fill(ctx); err != nil {
+		return err
+	}
+	if err := b.streamDelivery(ctx); err != nil {
+		return err
+	}
+	if b.node != nil {
+		b.log.Info("bench: stopping the node (SIGTERM)")
+		err = b.node.stop()
+		b.node = nil
+		if err != nil {
+			return fmt.Errorf("stop the node after the run: %w", err)
+		}
+	}
+	if b.cfg.json {
+		return b.res.writeJSON(b.m.Stdout)
+	}
+	return b.res.writeTable(b.m.Stdout, b.cfg)
+}
+
 // streamDelivery measures how long events take to reach benchStreamClients
 // WebSocket clients of GET /v1/stream while missions are created at
 // benchStreamRate. The latency of one delivery is the time the client read
