@@ -292,13 +292,20 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, _ httprout
 	// No origin check: the stream authenticates by bearer token, never by an
 	// ambient credential such as a cookie, so a page on another origin can only
 	// open it with a token it already has.
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	sw := &streamResponse{ResponseWriter: w, timeout: hub.writeTimeout}
+	conn, err := websocket.Accept(sw, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		// Accept has answered the client (a malformed handshake).
 		s.logger.LogAttrs(r.Context(), slog.LevelDebug, "stream handshake refused", slog.String("err", err.Error()))
 		return nil
 	}
-	c.conn = conn
+	c.conn, c.nc = conn, sw.conn
+	if c.nc == nil { // not hijacked through sw: cannot happen with net/http
+		conn.CloseNow()
+		return errors.New("stream: the connection was not hijacked")
+	}
+	stop := context.AfterFunc(hub.writeCtx, c.nc.cutOff)
+	defer stop()
 	c.run()
 	return nil
 }
@@ -341,6 +348,7 @@ type streamClient struct {
 	hub    *streamHub
 	log    *eventlog.Log
 	conn   *websocket.Conn
+	nc     *streamConn // under conn: batches and bounds the writes
 	sub    *stream.Subscription
 	filter string
 
@@ -434,12 +442,44 @@ func (c *streamClient) serve(ctx context.Context) (websocket.StatusCode, string)
 			if ctx.Err() != nil { // no new write once the client is to be closed
 				return c.ended(ctx, ctx.Err())
 			}
-			if err := c.write(ctx, m.Raw); err != nil {
+			if err := c.writeLive(ctx, m); err != nil {
 				return c.ended(ctx, err)
 			}
-			c.last = m.Seq
 		}
 	}
+}
+
+// streamBatchBytes bounds the events one write(2) carries to a live client.
+const streamBatchBytes = 256 << 10
+
+// writeLive writes m and every event already waiting behind it, up to
+// streamBatchBytes, with one write(2): the events of a group commit arrive
+// together, and a client that was not scheduled for a while has several.
+func (c *streamClient) writeLive(ctx context.Context, m stream.Message) error {
+	c.nc.cork()
+	size := 0
+	for {
+		if m.Seq > c.floor {
+			if err := c.write(ctx, m.Raw); err != nil {
+				_ = c.nc.flush()
+				return err
+			}
+			c.last = m.Seq
+			size += len(m.Raw)
+		}
+		if size >= streamBatchBytes {
+			break
+		}
+		var ok bool
+		select {
+		case m, ok = <-c.sub.C():
+		default:
+		}
+		if !ok { // nothing waiting, or the subscription ended: serve sees it next
+			break
+		}
+	}
+	return c.nc.flush()
 }
 
 // catchUp replays the log from c.cursor up to the tip, in rounds (see
@@ -489,12 +529,17 @@ func (c *streamClient) replayTo(ctx context.Context, until uint64) error {
 		}
 		var msg []byte
 		start := 0
+		c.nc.cork() // the page goes out in one write
 		for _, e := range c.ends {
 			msg = c.page[start:e.end]
 			if err := c.writeMessage(ctx, msg); err != nil {
+				_ = c.nc.flush()
 				return err
 			}
 			c.last, start = e.seq, e.end
+		}
+		if err := c.nc.flush(); err != nil {
+			return err
 		}
 		// The next page starts after the last event of this one: since= is
 		// strictly after a timestamp, and timestamps strictly increase along
@@ -532,22 +577,16 @@ func (c *streamClient) write(ctx context.Context, raw []byte) error {
 	return c.writeMessage(ctx, c.buf)
 }
 
-// writeMessage sends one message under the write timeout. A write that runs out
-// of time leaves the connection closed (websocket closes it), and reports
-// errWriteTimeout.
+// writeMessage sends one message. It takes no context of its own: the write
+// lands in c.nc's batch, or is bounded by c.nc's write deadline (a write that
+// runs out of time reports errWriteTimeout, and the caller closes the
+// connection). A context with a deadline would cost the library a timer and
+// an AfterFunc for every message.
 func (c *streamClient) writeMessage(ctx context.Context, msg []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	wctx, cancel := context.WithTimeout(c.hub.writeCtx, c.hub.writeTimeout)
-	defer cancel()
-	err := c.conn.Write(wctx, websocket.MessageText, msg)
-	// The write's own deadline, not the outer context: the close that the
-	// timeout makes can end the read side, and with it ctx, first.
-	if err != nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
-		return errWriteTimeout
-	}
-	return err
+	return c.conn.Write(context.Background(), websocket.MessageText, msg)
 }
 
 // errWriteTimeout is a message the client did not take within the write timeout.
