@@ -304,6 +304,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, _ httprout
 		conn.CloseNow()
 		return errors.New("stream: the connection was not hijacked")
 	}
+	c.nc.upgraded()
 	stop := context.AfterFunc(hub.writeCtx, c.nc.cutOff)
 	defer stop()
 	c.run()
@@ -363,7 +364,6 @@ type streamClient struct {
 	// resumes after (after_seq=).
 	last uint64
 
-	buf  []byte    // one message, reused
 	page []byte    // one replay page: messages back to back
 	ends []pageEnd // where each message of page ends
 }
@@ -460,7 +460,7 @@ func (c *streamClient) writeLive(ctx context.Context, m stream.Message) error {
 	size := 0
 	for {
 		if m.Seq > c.floor {
-			if err := c.write(ctx, m.Raw); err != nil {
+			if err := c.writeMessage(ctx, m.Raw, true); err != nil {
 				_ = c.nc.flush()
 				return err
 			}
@@ -532,7 +532,7 @@ func (c *streamClient) replayTo(ctx context.Context, until uint64) error {
 		c.nc.cork() // the page goes out in one write
 		for _, e := range c.ends {
 			msg = c.page[start:e.end]
-			if err := c.writeMessage(ctx, msg); err != nil {
+			if err := c.writeMessage(ctx, msg, false); err != nil {
 				_ = c.nc.flush()
 				return err
 			}
@@ -571,22 +571,15 @@ func eventTime(raw []byte) (time.Time, error) {
 	return t, nil
 }
 
-// write sends one event as a text message: its stored bytes and "\n".
-func (c *streamClient) write(ctx context.Context, raw []byte) error {
-	c.buf = append(append(c.buf[:0], raw...), '\n')
-	return c.writeMessage(ctx, c.buf)
-}
-
-// writeMessage sends one message. It takes no context of its own: the write
-// lands in c.nc's batch, or is bounded by c.nc's write deadline (a write that
-// runs out of time reports errWriteTimeout, and the caller closes the
-// connection). A context with a deadline would cost the library a timer and
-// an AfterFunc for every message.
-func (c *streamClient) writeMessage(ctx context.Context, msg []byte) error {
+// writeMessage sends one text message, msg and "\n" if newline is set (an
+// event's stored bytes are one message with "\n" after them). It lands in
+// c.nc's batch, or is bounded by c.nc's write deadline: a write that runs out
+// of time reports errWriteTimeout, and the caller closes the connection.
+func (c *streamClient) writeMessage(ctx context.Context, msg []byte, newline bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return c.conn.Write(context.Background(), websocket.MessageText, msg)
+	return c.nc.text(msg, newline)
 }
 
 // errWriteTimeout is a message the client did not take within the write timeout.
