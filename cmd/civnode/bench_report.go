@@ -58,6 +58,8 @@ var benchBaseRows = []benchRow{
 	{key: "stream_clients_dropped", unit: "", target: "0"},
 	{key: "stream_create_p99_ms", unit: "ms"},
 	{key: "stream_creates_missed", unit: "", target: "0"},
+	{key: "stream_node_cores", unit: "cores", managed: true},
+	{key: "stream_node_cpu_us_per_event", unit: "µs", managed: true},
 }
 
 // benchRows are the rows of the report, in order.

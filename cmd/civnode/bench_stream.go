@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -106,6 +107,7 @@ func (b *bench) streamDelivery(ctx context.Context) error {
 	writeCtx, stopWriters := context.WithTimeout(ctx, b.cfg.duration)
 	defer stopWriters()
 	var missed int64 // permits due while every writer was busy
+	cpu0, cpuErr := b.nodeCPU()
 	start := time.Now()
 	go func() {
 		defer close(permits)
@@ -157,6 +159,10 @@ func (b *bench) streamDelivery(ctx context.Context) error {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu1, err := b.nodeCPU()
+	if cpuErr == nil {
+		cpuErr = err
+	}
 	if werr != nil {
 		return fmt.Errorf("stream phase: create missions: %w", werr)
 	}
@@ -190,6 +196,13 @@ func (b *bench) streamDelivery(ctx context.Context) error {
 	b.res.set("stream_delivery_p99_ms", res.quantile(0.99))
 	b.res.set("stream_clients_dropped", float64(dropped))
 	b.res.set("stream_create_p99_ms", creates.quantile(0.99))
+	if b.node != nil && cpuErr == nil && written > 0 {
+		// What the node spends on an event and its 100 deliveries: unlike
+		// the latencies, it does not depend on how many cores the rest of
+		// the machine leaves the node.
+		b.res.set("stream_node_cores", (cpu1-cpu0).Seconds()/elapsed.Seconds())
+		b.res.set("stream_node_cpu_us_per_event", float64((cpu1-cpu0).Microseconds())/float64(written))
+	}
 	b.res.set("stream_creates_missed", float64(missed))
 	b.log.Info("bench: stream delivery", "events_per_s", int(rate(written, elapsed)), "deliveries", len(lat),
 		"create_p50_ms", round3(creates.quantile(0.5)), "create_p99_ms", round3(creates.quantile(0.99)), "missed", missed,
@@ -198,6 +211,34 @@ func (b *bench) streamDelivery(ctx context.Context) error {
 		return fmt.Errorf("stream phase: %d of %d clients did not receive every event", dropped, len(clients))
 	}
 	return nil
+}
+
+// nodeCPU is the CPU time the node's process has used (Linux /proc); 0 and
+// no error with --node.
+func (b *bench) nodeCPU() (time.Duration, error) {
+	if b.node == nil {
+		return 0, nil
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", b.node.pid()))
+	if err != nil {
+		return 0, fmt.Errorf("node cpu: %w", err)
+	}
+	// Fields after the command's closing parenthesis: state is the first,
+	// utime and stime the 12th and 13th, in clock ticks (USER_HZ, 100).
+	i := bytes.LastIndexByte(stat, ')')
+	f := strings.Fields(string(stat[i+1:]))
+	if i < 0 || len(f) < 13 {
+		return 0, fmt.Errorf("node cpu: unexpected /proc stat %.80q", stat)
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("node cpu: %w", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
 }
 
 // streamClient is one WebSocket follower; it records the delivery latency of

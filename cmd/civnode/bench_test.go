@@ -37,6 +37,7 @@ func TestBenchJSON(t *testing.T) {
 		"restart_s", "rss_after_restart_mb", "rss_under_readers_mb", "rss_peak_mb",
 		"stream_events_per_s", "stream_delivery_p50_ms", "stream_delivery_p50_x_sync_write", "stream_delivery_p99_ms",
 		"stream_clients_dropped", "stream_create_p99_ms", "stream_creates_missed",
+		"stream_node_cores", "stream_node_cpu_us_per_event",
 	}
 	for _, k := range want {
 		v, ok := got[k]
