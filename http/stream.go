@@ -82,12 +82,11 @@ type streamHub struct {
 	// ctx is canceled by shutdown; every client's context derives from it.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// writeCtx bounds the clients' writes and pings, and is canceled
-	// streamShutdownWriteGrace after shutdown, so a client stuck in a write
-	// does not hold the shutdown up. It is not ctx: websocket hard-closes a
-	// connection whose write context ends, and a cancel that lands just as a
-	// write completes (before the library disarms its watch) would close the
-	// connection under the 1001 that shutdown is about to send.
+	// writeCtx is canceled streamShutdownWriteGrace after shutdown, so a
+	// client stuck in a write does not hold the shutdown up: it bounds the
+	// pings, and its cancel fails every client's writes (streamConn.cutOff).
+	// It is not ctx: a write cut as shutdown begins would lose the 1001 that
+	// shutdown is about to send.
 	writeCtx    context.Context
 	writeCancel context.CancelFunc
 
