@@ -82,12 +82,11 @@ type streamHub struct {
 	// ctx is canceled by shutdown; every client's context derives from it.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// writeCtx bounds the clients' writes and pings, and is canceled
-	// streamShutdownWriteGrace after shutdown, so a client stuck in a write
-	// does not hold the shutdown up. It is not ctx: websocket hard-closes a
-	// connection whose write context ends, and a cancel that lands just as a
-	// write completes (before the library disarms its watch) would close the
-	// connection under the 1001 that shutdown is about to send.
+	// writeCtx is canceled streamShutdownWriteGrace after shutdown, so a
+	// client stuck in a write does not hold the shutdown up: it bounds the
+	// pings, and its cancel fails every client's writes (streamConn.cutOff).
+	// It is not ctx: a write cut as shutdown begins would lose the 1001 that
+	// shutdown is about to send.
 	writeCtx    context.Context
 	writeCancel context.CancelFunc
 
@@ -292,13 +291,21 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, _ httprout
 	// No origin check: the stream authenticates by bearer token, never by an
 	// ambient credential such as a cookie, so a page on another origin can only
 	// open it with a token it already has.
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	sw := &streamResponse{ResponseWriter: w, timeout: hub.writeTimeout}
+	conn, err := websocket.Accept(sw, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		// Accept has answered the client (a malformed handshake).
 		s.logger.LogAttrs(r.Context(), slog.LevelDebug, "stream handshake refused", slog.String("err", err.Error()))
 		return nil
 	}
-	c.conn = conn
+	c.conn, c.nc = conn, sw.conn
+	if c.nc == nil { // not hijacked through sw: cannot happen with net/http
+		conn.CloseNow()
+		return errors.New("stream: the connection was not hijacked")
+	}
+	c.nc.upgraded()
+	stop := context.AfterFunc(hub.writeCtx, c.nc.cutOff)
+	defer stop()
 	c.run()
 	return nil
 }
@@ -341,6 +348,7 @@ type streamClient struct {
 	hub    *streamHub
 	log    *eventlog.Log
 	conn   *websocket.Conn
+	nc     *streamConn // under conn: batches and bounds the writes
 	sub    *stream.Subscription
 	filter string
 
@@ -355,7 +363,6 @@ type streamClient struct {
 	// resumes after (after_seq=).
 	last uint64
 
-	buf  []byte    // one message, reused
 	page []byte    // one replay page: messages back to back
 	ends []pageEnd // where each message of page ends
 }
@@ -434,12 +441,44 @@ func (c *streamClient) serve(ctx context.Context) (websocket.StatusCode, string)
 			if ctx.Err() != nil { // no new write once the client is to be closed
 				return c.ended(ctx, ctx.Err())
 			}
-			if err := c.write(ctx, m.Raw); err != nil {
+			if err := c.writeLive(ctx, m); err != nil {
 				return c.ended(ctx, err)
 			}
-			c.last = m.Seq
 		}
 	}
+}
+
+// streamBatchBytes bounds the events one write(2) carries to a live client.
+const streamBatchBytes = 256 << 10
+
+// writeLive writes m and every event already waiting behind it, up to
+// streamBatchBytes, with one write(2): the events of a group commit arrive
+// together, and a client that was not scheduled for a while has several.
+func (c *streamClient) writeLive(ctx context.Context, m stream.Message) error {
+	c.nc.cork()
+	size := 0
+	for {
+		if m.Seq > c.floor {
+			if err := c.writeMessage(ctx, m.Raw, true); err != nil {
+				_ = c.nc.flush()
+				return err
+			}
+			c.last = m.Seq
+			size += len(m.Raw)
+		}
+		if size >= streamBatchBytes {
+			break
+		}
+		var ok bool
+		select {
+		case m, ok = <-c.sub.C():
+		default:
+		}
+		if !ok { // nothing waiting, or the subscription ended: serve sees it next
+			break
+		}
+	}
+	return c.nc.flush()
 }
 
 // catchUp replays the log from c.cursor up to the tip, in rounds (see
@@ -489,12 +528,17 @@ func (c *streamClient) replayTo(ctx context.Context, until uint64) error {
 		}
 		var msg []byte
 		start := 0
+		c.nc.cork() // the page goes out in one write
 		for _, e := range c.ends {
 			msg = c.page[start:e.end]
-			if err := c.writeMessage(ctx, msg); err != nil {
+			if err := c.writeMessage(ctx, msg, false); err != nil {
+				_ = c.nc.flush()
 				return err
 			}
 			c.last, start = e.seq, e.end
+		}
+		if err := c.nc.flush(); err != nil {
+			return err
 		}
 		// The next page starts after the last event of this one: since= is
 		// strictly after a timestamp, and timestamps strictly increase along
@@ -526,28 +570,15 @@ func eventTime(raw []byte) (time.Time, error) {
 	return t, nil
 }
 
-// write sends one event as a text message: its stored bytes and "\n".
-func (c *streamClient) write(ctx context.Context, raw []byte) error {
-	c.buf = append(append(c.buf[:0], raw...), '\n')
-	return c.writeMessage(ctx, c.buf)
-}
-
-// writeMessage sends one message under the write timeout. A write that runs out
-// of time leaves the connection closed (websocket closes it), and reports
-// errWriteTimeout.
-func (c *streamClient) writeMessage(ctx context.Context, msg []byte) error {
+// writeMessage sends one text message, msg and "\n" if newline is set (an
+// event's stored bytes are one message with "\n" after them). It lands in
+// c.nc's batch, or is bounded by c.nc's write deadline: a write that runs out
+// of time reports errWriteTimeout, and the caller closes the connection.
+func (c *streamClient) writeMessage(ctx context.Context, msg []byte, newline bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	wctx, cancel := context.WithTimeout(c.hub.writeCtx, c.hub.writeTimeout)
-	defer cancel()
-	err := c.conn.Write(wctx, websocket.MessageText, msg)
-	// The write's own deadline, not the outer context: the close that the
-	// timeout makes can end the read side, and with it ctx, first.
-	if err != nil && errors.Is(wctx.Err(), context.DeadlineExceeded) {
-		return errWriteTimeout
-	}
-	return err
+	return c.nc.text(msg, newline)
 }
 
 // errWriteTimeout is a message the client did not take within the write timeout.

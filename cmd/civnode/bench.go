@@ -36,6 +36,7 @@ type benchConfig struct {
 	hostile         bool
 	hostileDuration time.Duration
 	tmpDir          string
+	streamOnly      bool
 }
 
 // Concurrency of the phases, fixed so that runs compare (design.md's targets are
@@ -101,6 +102,7 @@ asserted.`,
 	f.BoolVar(&cfg.hostile, "hostile", false, "add the hostile phase: ~150 MiB of completed missions, full-page reads by 8, 32 and 128 clients, 3 that never read")
 	f.DurationVar(&cfg.hostileDuration, "hostile-duration", 10*time.Second, "length of each reader level of the hostile phase")
 	f.StringVar(&cfg.tmpDir, "tmp", "", "parent `DIR` of the temporary data dirs (default $TMPDIR)")
+	f.BoolVar(&cfg.streamOnly, "stream-only", false, "run only the stream phase, after the sign and synced-write limits and the fill")
 	return cmd
 }
 
@@ -172,6 +174,9 @@ func (m *Main) bench(ctx context.Context, cfg benchConfig, logger *slog.Logger) 
 	}()
 
 	b.res.set("cpus", float64(runtime.NumCPU()))
+	if cfg.streamOnly {
+		return b.streamOnly(ctx)
+	}
 	if err := b.referenceLimits(ctx); err != nil {
 		return err
 	}

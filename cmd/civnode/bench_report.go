@@ -56,6 +56,10 @@ var benchBaseRows = []benchRow{
 	{key: "stream_delivery_p50_ms", unit: "ms", limit: "pebble_sync_write_ms", ratio: "stream_delivery_p50_x_sync_write"},
 	{key: "stream_delivery_p99_ms", unit: "ms", target: "< 10 ms"},
 	{key: "stream_clients_dropped", unit: "", target: "0"},
+	{key: "stream_create_p99_ms", unit: "ms"},
+	{key: "stream_creates_missed", unit: "", target: "0"},
+	{key: "stream_node_cores", unit: "cores", managed: true},
+	{key: "stream_node_cpu_us_per_event", unit: "µs", managed: true},
 }
 
 // benchRows are the rows of the report, in order.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,12 +21,51 @@ import (
 const (
 	benchStreamClients = 100
 	benchStreamRate    = 1000 // events a second
-	benchStreamWriters = 8    // sequential creates reach ≈ 1k/s alone; a few keep the pace
-	// benchStreamTick releases the writers' permits in small batches: a 1 ms
-	// ticker is not kept on a loaded machine, and the batch is what a steady
-	// 1k/s looks like at 10 ms resolution.
-	benchStreamTick = 10 * time.Millisecond
+	// benchStreamWriters take the pacer's permits; as many as the other
+	// phases' clients, so that creates at tens of ms each still keep 1k/s.
+	benchStreamWriters = benchWriters
+	// benchStreamTick is how often the pacer releases the permits due: a
+	// 1 ms ticker is not kept on a loaded machine, and a 2 ms batch (two
+	// creates) is close to a steady 1k/s.
+	benchStreamTick = 2 * time.Millisecond
 )
+
+// streamOnly is bench --stream-only: the idle limits the stream's figures are
+// read against (sign, one synced write), a node filled with --events missions,
+// and the stream phase; nothing else, so that stream runs alternate quickly.
+func (b *bench) streamOnly(ctx context.Context) error {
+	b.log.Info("bench: reference limits (idle)")
+	sign, verify := edRates()
+	b.res.set("sign_per_s", sign)
+	b.res.set("verify_per_s", verify)
+	syncMs, err := syncWriteMillis(b.tmp, b.quiet)
+	if err != nil {
+		return err
+	}
+	b.res.set("pebble_sync_write_ms", syncMs)
+	b.res.set("pebble_sync_writes_per_s", 1000/syncMs)
+	if err := b.startTarget(ctx); err != nil {
+		return err
+	}
+	if err := b.fill(ctx); err != nil {
+		return err
+	}
+	if err := b.streamDelivery(ctx); err != nil {
+		return err
+	}
+	if b.node != nil {
+		b.log.Info("bench: stopping the node (SIGTERM)")
+		err = b.node.stop()
+		b.node = nil
+		if err != nil {
+			return fmt.Errorf("stop the node after the run: %w", err)
+		}
+	}
+	if b.cfg.json {
+		return b.res.writeJSON(b.m.Stdout)
+	}
+	return b.res.writeTable(b.m.Stdout, b.cfg)
+}
 
 // streamDelivery measures how long events take to reach benchStreamClients
 // WebSocket clients of GET /v1/stream while missions are created at
@@ -55,28 +95,39 @@ func (b *bench) streamDelivery(ctx context.Context) error {
 		}
 	}()
 
-	// The writers create missions at the paced rate; each remembers the
-	// highest seq it was answered with.
+	// The writers create missions at the paced rate: a pacer hands out
+	// permits on a schedule that does not depend on the answers (an open
+	// loop), and enough writers take them that one slow create does not hold
+	// the next back. With a few writers each waiting on its create, the
+	// phase measured the creates' latency instead: 8 writers at ≈ 10–20 ms a
+	// create under this load reached 275–786 events/s.
 	hc := newLoadClient(benchStreamWriters, 30*time.Second)
 	defer closeClient(hc)
-	permits := make(chan struct{}, benchStreamRate)
+	permits := make(chan struct{}, benchStreamWriters)
 	writeCtx, stopWriters := context.WithTimeout(ctx, b.cfg.duration)
 	defer stopWriters()
+	var missed int64 // permits due while every writer was busy
+	cpu0, cpuErr := b.nodeCPU()
+	start := time.Now()
 	go func() {
+		defer close(permits)
 		t := time.NewTicker(benchStreamTick)
 		defer t.Stop()
-		per := benchStreamRate * int(benchStreamTick) / int(time.Second)
+		var issued int64
 		for {
 			select {
 			case <-writeCtx.Done():
-				close(permits)
 				return
 			case <-t.C:
-				for range per {
-					select {
-					case permits <- struct{}{}:
-					default: // the writers are behind; the rate is what they reach
-					}
+			}
+			// What is due by now, not a fixed count a tick: a tick the
+			// loaded machine delivers late is made up by the next.
+			due := int64(time.Since(start).Seconds() * benchStreamRate)
+			for ; issued < due; issued++ {
+				select {
+				case permits <- struct{}{}:
+				default:
+					missed++
 				}
 			}
 		}
@@ -85,29 +136,38 @@ func (b *bench) streamDelivery(ctx context.Context) error {
 		wg      sync.WaitGroup
 		mu      sync.Mutex
 		written int64
+		created []time.Duration
 		werr    error
 	)
-	start := time.Now()
 	for range benchStreamWriters {
 		wg.Go(func() {
 			var buf bytes.Buffer
 			for range permits {
+				t0 := time.Now()
 				err := b.target.do(ctx, hc, http.MethodPost, "/v1/core/missions", b.body, http.StatusOK, &buf)
+				d := time.Since(t0)
 				mu.Lock()
 				if err != nil && werr == nil {
 					werr = err
 					stopWriters()
 				}
 				written++
+				created = append(created, d)
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu1, err := b.nodeCPU()
+	if cpuErr == nil {
+		cpuErr = err
+	}
 	if werr != nil {
 		return fmt.Errorf("stream phase: create missions: %w", werr)
 	}
+	slices.Sort(created)
+	creates := loadResult{lat: created}
 	var st struct {
 		Chain struct {
 			Seq uint64 `json:"seq"`
@@ -135,12 +195,50 @@ func (b *bench) streamDelivery(ctx context.Context) error {
 	b.res.set("stream_delivery_p50_ms", res.quantile(0.50))
 	b.res.set("stream_delivery_p99_ms", res.quantile(0.99))
 	b.res.set("stream_clients_dropped", float64(dropped))
+	b.res.set("stream_create_p99_ms", creates.quantile(0.99))
+	if b.node != nil && cpuErr == nil && written > 0 {
+		// What the node spends on an event and its 100 deliveries: unlike
+		// the latencies, it does not depend on how many cores the rest of
+		// the machine leaves the node.
+		b.res.set("stream_node_cores", (cpu1-cpu0).Seconds()/elapsed.Seconds())
+		b.res.set("stream_node_cpu_us_per_event", float64((cpu1-cpu0).Microseconds())/float64(written))
+	}
+	b.res.set("stream_creates_missed", float64(missed))
 	b.log.Info("bench: stream delivery", "events_per_s", int(rate(written, elapsed)), "deliveries", len(lat),
+		"create_p50_ms", round3(creates.quantile(0.5)), "create_p99_ms", round3(creates.quantile(0.99)), "missed", missed,
 		"p50_ms", round3(res.quantile(0.5)), "p99_ms", round3(res.quantile(0.99)), "dropped", dropped)
 	if dropped > 0 {
 		return fmt.Errorf("stream phase: %d of %d clients did not receive every event", dropped, len(clients))
 	}
 	return nil
+}
+
+// nodeCPU is the CPU time the node's process has used (Linux /proc); 0 and
+// no error with --node.
+func (b *bench) nodeCPU() (time.Duration, error) {
+	if b.node == nil {
+		return 0, nil
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", b.node.pid()))
+	if err != nil {
+		return 0, fmt.Errorf("node cpu: %w", err)
+	}
+	// Fields after the command's closing parenthesis: state is the first,
+	// utime and stime the 12th and 13th, in clock ticks (USER_HZ, 100).
+	i := bytes.LastIndexByte(stat, ')')
+	f := strings.Fields(string(stat[i+1:]))
+	if i < 0 || len(f) < 13 {
+		return 0, fmt.Errorf("node cpu: unexpected /proc stat %.80q", stat)
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("node cpu: %w", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
 }
 
 // streamClient is one WebSocket follower; it records the delivery latency of
@@ -176,15 +274,22 @@ func dialStreamClient(ctx context.Context, url, token string) (*streamClient, er
 // read reads until the connection ends (close ends it). Its reads take no
 // cancelable context: coder/websocket arms a timer for each read under one,
 // which at 100 clients × 1,000 events a second is work the node's cores pay.
+// Each message is read into one reused buffer: Conn.Read allocates every
+// message, and the garbage of 100,000 of them a second is CPU the node pays.
 func (c *streamClient) read() {
 	defer close(c.done)
+	var buf bytes.Buffer
 	for {
-		_, msg, err := c.conn.Read(context.Background())
+		buf.Reset()
+		_, r, err := c.conn.Reader(context.Background())
+		if err == nil {
+			_, err = buf.ReadFrom(r)
+		}
 		now := time.Now()
 		var seq uint64
 		var ts time.Time
 		if err == nil {
-			seq, ts, err = eventSeqTime(msg)
+			seq, ts, err = eventSeqTime(buf.Bytes())
 		}
 		c.mu.Lock()
 		if err != nil {

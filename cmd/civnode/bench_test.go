@@ -36,7 +36,8 @@ func TestBenchJSON(t *testing.T) {
 		"verify_chain_per_s", "verify_chain_x_verify",
 		"restart_s", "rss_after_restart_mb", "rss_under_readers_mb", "rss_peak_mb",
 		"stream_events_per_s", "stream_delivery_p50_ms", "stream_delivery_p50_x_sync_write", "stream_delivery_p99_ms",
-		"stream_clients_dropped",
+		"stream_clients_dropped", "stream_create_p99_ms", "stream_creates_missed",
+		"stream_node_cores", "stream_node_cpu_us_per_event",
 	}
 	for _, k := range want {
 		v, ok := got[k]
@@ -46,6 +47,10 @@ func TestBenchJSON(t *testing.T) {
 		case k == "stream_clients_dropped":
 			if v != 0 {
 				t.Errorf("%d stream clients missed events", int(v))
+			}
+		case k == "stream_creates_missed": // a count, 0 when the writers keep the pace
+			if v < 0 {
+				t.Errorf("%s = %v", k, v)
 			}
 		case !(v > 0):
 			t.Errorf("%s = %v, want a positive figure", k, v)
