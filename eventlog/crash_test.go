@@ -66,6 +66,9 @@ func crashKey() ed25519.PrivateKey {
 // in the reopened chain at its seq and that the whole chain verifies. It repeats on
 // the same directory so later rounds also crash a chain that survived a crash.
 func TestCrashKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: SIGKILL rounds of a child process; the full suite runs them")
+	}
 	dir := t.TempDir()
 	acked := map[uint64]string{}
 	for round := range 4 {

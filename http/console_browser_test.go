@@ -278,6 +278,9 @@ type e2eSummary struct {
 // (npm ci --prefix http/testdata/console-e2e); without them it is skipped,
 // except in CI (CI=true), where it fails.
 func TestConsoleInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts Chromium; the full suite runs it")
+	}
 	node := needNode(t)
 	if _, err := os.Stat(chromiumPath); err != nil {
 		if os.Getenv("CIVNODE_NO_BROWSER") == "1" {

@@ -267,9 +267,15 @@ func TestEventsStopWithTheRequest(t *testing.T) {
 					t.Fatalf("status %d, want 503", resp.StatusCode)
 				}
 			}
-			// The handler may still be running; give it time to read more if it
-			// were going to.
-			time.Sleep(200 * time.Millisecond)
+			// The handler may still be running: wait until it has returned, so
+			// that every event it went on to read is counted.
+			returned := make(chan struct{})
+			go func() { n.srv.handlers.Wait(); close(returned) }()
+			select {
+			case <-returned:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the handler did not return")
+			}
 			if got := read.Load(); got > stopAt+1 {
 				t.Errorf("the handler read %d of %d events; it should stop at %d", got, events, stopAt)
 			}

@@ -12,6 +12,7 @@ import (
 // It asserts nothing about the figures' size: they are measurements, not
 // properties (style.md, rule 12).
 func TestBenchJSON(t *testing.T) {
+	needBinary(t)
 	tmp := t.TempDir()
 	r := runCLI(t, nil, "bench", "--events", "200", "--duration", "300ms", "--json",
 		"--binary", civnodeBin, "--tmp", tmp, "--log-level", "warn")

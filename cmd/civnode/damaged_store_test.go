@@ -113,6 +113,7 @@ func requireCorruptMessage(t *testing.T, what, s string, seq uint64, sst string)
 // stdout, stderr and the exit code.
 func runSplit(t *testing.T, out *os.File, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	needBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, civnodeBin, args...)

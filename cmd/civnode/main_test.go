@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -30,6 +31,12 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		// The inner loop: no binary, so every test that runs one skips
+		// (needBinary); the full suite builds it once here.
+		return m.Run()
+	}
 	tmp, err := os.MkdirTemp("", "civnode-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -45,6 +52,16 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
+}
+
+// needBinary skips t under go test -short, which builds no binary: the tests
+// that run civnode as a subprocess (SIGKILL rounds, soaks, the CLI through
+// the real binary) belong to the full suite, the README's test command.
+func needBinary(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: runs the civnode binary as a subprocess; the full suite runs it")
+	}
 }
 
 // goTool is the go command of the toolchain running the tests.

@@ -64,6 +64,7 @@ func staleSocket(t *testing.T, path string) {
 // could not reach; a stale socket is no obstacle either way; a clean stop
 // removes it.
 func TestOracleSocket(t *testing.T) {
+	needBinary(t)
 	f := newOracleFixture(t, t.TempDir())
 	sock := dataDir(f.dir).oracleSocketPath()
 

@@ -16,6 +16,7 @@ import (
 // stay live until a rebuild is complete, so the next replay finds them equal to
 // the chain, and the restarted node answers byte for byte as before.
 func TestReplayKilledMidRebuild(t *testing.T) {
+	needBinary(t)
 	dir := t.TempDir()
 	p := startProcess(t, dir)
 	createMissions(t, p, 3000)

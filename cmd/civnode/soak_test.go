@@ -53,6 +53,9 @@ const soakEnv = "CIVNODE_SOAK"
 // the full form.
 func soakLength(t *testing.T) (time.Duration, bool) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: a soak runs for 10 s at least; the full suite runs it")
+	}
 	v := os.Getenv(soakEnv)
 	if v == "" {
 		return 10 * time.Second, false

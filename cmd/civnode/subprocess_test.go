@@ -404,6 +404,7 @@ func requireVerified(t *testing.T, what, out string, code int, did, root string)
 // runBinaryStdin is runBinary with stdin.
 func runBinaryStdin(t *testing.T, stdin []byte, args ...string) (string, int) {
 	t.Helper()
+	needBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, civnodeBin, args...)
@@ -432,6 +433,7 @@ type process struct {
 // startProcess runs civnode serve on dir, with flags added to its own.
 func startProcess(t *testing.T, dir string, flags ...string) *process {
 	t.Helper()
+	needBinary(t)
 	p := &process{stderr: &syncBuffer{}, waited: make(chan struct{})}
 	p.cmd = exec.Command(civnodeBin, append([]string{"serve", "--data-dir", dir, "--addr", "127.0.0.1:0"}, flags...)...)
 	p.cmd.Stderr = p.stderr
@@ -513,6 +515,7 @@ func (p *process) wait(t *testing.T) int {
 // exit code.
 func runBinary(t *testing.T, args ...string) (string, int) {
 	t.Helper()
+	needBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, civnodeBin, args...).CombinedOutput()

@@ -108,6 +108,7 @@ func trRun(t *testing.T, stdin []byte, args ...string) (string, string, int) {
 // trRunToken is trRun with $CIVNODE_TOKEN set to token.
 func trRunToken(t *testing.T, token string, stdin []byte, args ...string) (string, string, int) {
 	t.Helper()
+	needBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, civnodeBin, args...)
