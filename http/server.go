@@ -208,6 +208,9 @@ type Server struct {
 	// their request once abandoned: Serve waits for them, so that the caller does
 	// not close the log under a handler still reading it.
 	handlers sync.WaitGroup
+	// workers run the timed handlers on goroutines whose stacks have grown
+	// (workers.go).
+	workers *handlerWorkers
 
 	// exportProgress, if set, is called after each event an export writes (tests).
 	exportProgress func(seq uint64)
@@ -311,6 +314,7 @@ func New(opts Options) *Server {
 		writeTimeout:    responseWriteTimeout,
 		exportWriteIdle: exportWriteIdle,
 		budgetWait:      budgetWait,
+		workers:         newHandlerWorkers(),
 	}
 	if budget := opts.ResponseBudget; budget >= 0 {
 		if budget == 0 {
