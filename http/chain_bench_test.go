@@ -1,5 +1,3 @@
-//go:build unix
-
 package http
 
 import (
@@ -8,9 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -96,16 +92,6 @@ func BenchmarkHandlerChain(b *testing.B) {
 			}
 		})
 	})
-}
-
-// processCPU is the CPU time the process has used, user and system: on a
-// shared machine the CPU an operation takes is steadier than its wall time.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // benchBody is a request body that can be reset without allocating.
