@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -108,6 +109,11 @@ type benchWriter struct {
 }
 
 func (w *benchWriter) Header() http.Header { return w.h }
+
+// SetReadDeadline and SetWriteDeadline succeed, as net/http's do (the timeout
+// wrapper sets them through http.ResponseController).
+func (w *benchWriter) SetReadDeadline(time.Time) error  { return nil }
+func (w *benchWriter) SetWriteDeadline(time.Time) error { return nil }
 
 func (w *benchWriter) WriteHeader(status int) {
 	if w.status == 0 {
