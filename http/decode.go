@@ -58,7 +58,13 @@ func readBody(r io.Reader, size int) ([]byte, error) {
 // decodeOptions are those of the decode proper. Member names match exactly, as
 // v2 does by default: encoding/json also took "Role" for "role", which made a
 // misspelt name pass unnoticed next to the rule that unknown fields are refused.
-var decodeOptions = json.RejectUnknownMembers(true)
+//
+// The decode proper runs only on a body checkIJSON has passed, which has
+// already refused duplicate names and every string that is not valid UTF-8;
+// checking them again would only repeat the work (the names of every object
+// kept in a set, every string scanned twice).
+var decodeOptions = json.JoinOptions(json.RejectUnknownMembers(true),
+	jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 
 // decodeBody decodes body, a whole request body, into dst. Whether the body is
 // one I-JSON value is decided first and apart from dst, so a fault anywhere is
