@@ -28,13 +28,14 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, dst any) err
 // sizeHint is the buffer readBody starts with for a body of declared length n
 // (-1: unknown) under limit: room for the whole body and the read that finds
 // its end, so a body that is as long as it says is read in one buffer,
-// without the doublings of io.ReadAll. A length over the limit is not
-// trusted with an allocation; the limit refuses such a body anyway.
+// without the doublings of io.ReadAll; at least io.ReadAll's first 512 bytes.
+// A length over the limit is not trusted with an allocation; the limit
+// refuses such a body anyway.
 func sizeHint(n, limit int64) int {
 	if n < 0 || n > limit {
 		return 512
 	}
-	return int(n) + 1
+	return max(int(n)+1, 512)
 }
 
 // readBody is io.ReadAll starting from a buffer of size bytes.
