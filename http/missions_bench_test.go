@@ -60,7 +60,7 @@ func BenchmarkHTTPCreateMission(b *testing.B) {
 			lat := make([][]time.Duration, clients)
 			var wg sync.WaitGroup
 			b.ResetTimer()
-			start := time.Now()
+			start, cpu0 := time.Now(), processCPU()
 			for c := range clients {
 				wg.Add(1)
 				go func() {
@@ -76,7 +76,7 @@ func BenchmarkHTTPCreateMission(b *testing.B) {
 				}()
 			}
 			wg.Wait()
-			elapsed := time.Since(start)
+			elapsed, cpu := time.Since(start), processCPU()-cpu0
 			b.StopTimer()
 			all := slices.Concat(lat...)
 			slices.Sort(all)
@@ -85,6 +85,8 @@ func BenchmarkHTTPCreateMission(b *testing.B) {
 			}
 			q := func(p float64) float64 { return float64(all[int(p*float64(len(all)-1))].Microseconds()) / 1000 }
 			b.ReportMetric(float64(len(all))/elapsed.Seconds(), "req/s")
+			// The CPU of the whole process, clients included, per request.
+			b.ReportMetric(float64(cpu.Microseconds())/float64(len(all)), "cpu_us/op")
 			b.ReportMetric(q(0.50), "p50_ms")
 			b.ReportMetric(q(0.99), "p99_ms")
 			b.ReportMetric(benchSignRate(), "signs/s")

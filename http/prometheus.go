@@ -3,6 +3,7 @@ package http
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -116,6 +117,29 @@ func (m *Metrics) observeRequest(method, route string, status int, d time.Durati
 		method = knownMethod(method)
 	}
 	m.httpDuration.WithLabelValues(method, route, strconv.Itoa(status)).Observe(d.Seconds())
+}
+
+// routeMetrics is the duration histogram of one registered route and method,
+// with its observer for each status looked up once: WithLabelValues hashes
+// the three labels and formats the status on every call.
+type routeMetrics struct {
+	m             *Metrics
+	method, route string
+	byStatus      sync.Map // int → prometheus.Observer
+}
+
+// route returns the metrics of requests to the pattern route by method.
+func (m *Metrics) route(method, route string) *routeMetrics {
+	return &routeMetrics{m: m, method: method, route: route}
+}
+
+// observe records one answered request of the route.
+func (rm *routeMetrics) observe(status int, d time.Duration) {
+	o, ok := rm.byStatus.Load(status)
+	if !ok {
+		o, _ = rm.byStatus.LoadOrStore(status, rm.m.httpDuration.WithLabelValues(rm.method, rm.route, strconv.Itoa(status)))
+	}
+	o.(prometheus.Observer).Observe(d.Seconds())
 }
 
 // knownMethod keeps the methods of RFC 9110 and PATCH and names any other

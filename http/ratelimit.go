@@ -226,6 +226,9 @@ func (s *Server) limitRate(next httprouter.Handle) httprouter.Handle {
 // spent its failed authentications, before its token is looked at. It reports
 // whether it did.
 func (s *Server) refuseFailingAddress(w http.ResponseWriter, r *http.Request) bool {
+	if s.authFails.size.Load() == 0 {
+		return false // the usual case: no address has failed, nor has its address to be parsed
+	}
 	wait := s.authFails.wait(clientAddress(r.RemoteAddr))
 	if wait == 0 {
 		return false

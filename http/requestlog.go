@@ -19,11 +19,18 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 				status = http.StatusOK // net/http's implicit status
 			}
 			took := time.Since(start)
-			s.metrics.observeRequest(r.Method, rec.route, status, took)
-			s.logger.LogAttrs(r.Context(), slog.LevelDebug, "http request",
-				slog.String("method", r.Method), slog.String("path", r.URL.Path),
-				slog.Int("status", status), slog.Duration("duration", took),
-				slog.Int64("bytes", rec.bytes))
+			if rec.route != nil {
+				rec.route.observe(status, took)
+			} else {
+				s.metrics.observeRequest(r.Method, "", status, took)
+			}
+			// The attributes are built only when they will be logged.
+			if s.logger.Enabled(r.Context(), slog.LevelDebug) {
+				s.logger.LogAttrs(r.Context(), slog.LevelDebug, "http request",
+					slog.String("method", r.Method), slog.String("path", r.URL.Path),
+					slog.Int("status", status), slog.Duration("duration", took),
+					slog.Int64("bytes", rec.bytes))
+			}
 		}()
 		next.ServeHTTP(rec, r)
 	})
@@ -36,7 +43,7 @@ type statusRecorder struct {
 	status      int
 	wroteHeader bool
 	bytes       int64
-	route       string // the registered pattern that served it; "" when none did
+	route       *routeMetrics // the metrics of the registered route that served it; nil when none did
 }
 
 func (r *statusRecorder) WriteHeader(status int) {

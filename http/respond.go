@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"sync"
 )
 
 // marshalJSON encodes v without HTML escaping: event payloads and audit details
@@ -22,14 +23,34 @@ func marshalJSON(v any) ([]byte, error) {
 }
 
 // writeJSON answers 200 with v. It encodes v fully before writing anything, so an
-// encoding error can still become a 500; the caller returns that error.
+// encoding error can still become a 500; the caller returns that error. The
+// encoding goes into a pooled buffer: w copies what it is given (io.Writer's
+// contract), so the buffer is free again once written.
 func writeJSON(w http.ResponseWriter, v any) error {
-	b, err := marshalJSON(v)
-	if err != nil {
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	defer putJSONBuffer(buf)
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	writeBody(w, http.StatusOK, b)
+	writeBody(w, http.StatusOK, buf.Bytes())
 	return nil
+}
+
+// jsonBuffers are writeJSON's buffers. One that grew past maxPooledJSON (a
+// list page) is left to the collector rather than kept for the next small
+// answer.
+var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledJSON = 64 << 10
+
+func putJSONBuffer(buf *bytes.Buffer) {
+	if buf.Cap() > maxPooledJSON {
+		return
+	}
+	buf.Reset()
+	jsonBuffers.Put(buf)
 }
 
 // setJSONHeaders marks a response as JSON that no cache or sniffer may reinterpret;

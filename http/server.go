@@ -208,6 +208,9 @@ type Server struct {
 	// their request once abandoned: Serve waits for them, so that the caller does
 	// not close the log under a handler still reading it.
 	handlers sync.WaitGroup
+	// workers run the timed handlers on goroutines whose stacks have grown
+	// (workers.go).
+	workers *handlerWorkers
 
 	// exportProgress, if set, is called after each event an export writes (tests).
 	exportProgress func(seq uint64)
@@ -311,6 +314,7 @@ func New(opts Options) *Server {
 		writeTimeout:    responseWriteTimeout,
 		exportWriteIdle: exportWriteIdle,
 		budgetWait:      budgetWait,
+		workers:         newHandlerWorkers(),
 	}
 	if budget := opts.ResponseBudget; budget >= 0 {
 		if budget == 0 {
@@ -481,18 +485,24 @@ func (s *Server) handle(method, path string, h handler, flags routeFlags) {
 	case flags&routeStreaming == 0:
 		next = s.withTimeoutOf(func() time.Duration { return s.handlerTimeout }, budget, next)
 	}
-	named := func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		if rec, ok := w.(*statusRecorder); ok {
-			rec.route = path // the metrics' label: the pattern, never the path itself
-		}
-		next(w, r, ps)
-	}
-	s.router.Handle(method, path, named)
+	s.router.Handle(method, path, s.named(method, path, next))
 	s.routeTable = append(s.routeTable, method+" "+path)
 	if method == http.MethodGet {
 		// HEAD is GET without the body (RFC 9110 §9.3.2); net/http drops what the
 		// handler writes, so the headers, Content-Length included, are GET's.
-		s.router.Handle(http.MethodHead, path, named)
+		s.router.Handle(http.MethodHead, path, s.named(http.MethodHead, path, next))
+	}
+}
+
+// named tells the request log which route serves the request, so that the
+// metrics are labelled with the pattern, never the path itself.
+func (s *Server) named(method, path string, next httprouter.Handle) httprouter.Handle {
+	rm := s.metrics.route(method, path)
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		if rec, ok := w.(*statusRecorder); ok {
+			rec.route = rm
+		}
+		next(w, r, ps)
 	}
 }
 

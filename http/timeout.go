@@ -42,7 +42,7 @@ func (s *Server) withTimeoutOf(timeout func() time.Duration, budget *responseBud
 		done := make(chan struct{})
 		panicked := make(chan *handlerPanic, 1)
 		s.handlers.Add(1)
-		go func() {
+		s.workers.run(func() {
 			defer s.handlers.Done()
 			defer func() {
 				if v := recover(); v != nil {
@@ -51,7 +51,7 @@ func (s *Server) withTimeoutOf(timeout func() time.Duration, budget *responseBud
 			}()
 			next(tw, r, ps)
 			close(done)
-		}()
+		})
 		select {
 		case p := <-panicked:
 			// Re-raised here so the router's panic handler answers on this goroutine.

@@ -1,0 +1,49 @@
+package http
+
+import "time"
+
+// handlerWorkers runs the timed handlers (withTimeoutOf) on goroutines kept
+// between requests. A goroutine starts with a small stack, and a create's
+// handler (body walk, decode, the command, the answer's encoding) grows it
+// several times over, each time copying it whole: on a new goroutine per
+// request that was ≈ 8 % of the HTTP layer's CPU (docs/benchmarks.md, "The
+// write path: the HTTP layer"). A kept goroutine has grown already.
+//
+// A handler is given to an idle worker if there is one, and to a new one
+// otherwise, so a slow or abandoned handler never holds up another: the
+// workers are as many as the handlers running at once. A worker left idle for
+// workerIdle ends.
+type handlerWorkers struct {
+	work chan func()
+}
+
+// workerIdle is how long a worker waits for its next handler before it ends.
+const workerIdle = 5 * time.Second
+
+func newHandlerWorkers() *handlerWorkers {
+	return &handlerWorkers{work: make(chan func())}
+}
+
+// run runs f on a worker. f must not panic: the caller recovers.
+func (p *handlerWorkers) run(f func()) {
+	select {
+	case p.work <- f:
+	default:
+		go p.worker(f)
+	}
+}
+
+func (p *handlerWorkers) worker(f func()) {
+	f()
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		select {
+		case f := <-p.work:
+			f()
+			idle.Reset(workerIdle)
+		case <-idle.C:
+			return
+		}
+	}
+}
