@@ -1,0 +1,62 @@
+package eventlog
+
+import "github.com/cockroachdb/pebble/v2"
+
+// PebbleCandidates are the changes to Pebble's options that
+// BenchmarkPebbleOptions compares with the log's own (pebbleopts.go), by
+// name. "base" changes nothing.
+var PebbleCandidates = map[string]func(*pebble.Options){
+	"base": func(*pebble.Options) {},
+	// Fewer, larger flushes.
+	"mem64": func(o *pebble.Options) { o.MemTableSize = 64 << 20 },
+	// Let L0 gather more files before it is compacted into Lbase, so one
+	// compaction rewrites the overlapping Lbase files for more new data.
+	"l0x8": func(o *pebble.Options) {
+		o.L0CompactionThreshold, o.L0StopWritesThreshold = 8, 24
+	},
+	// Larger files at every level (L0 8 MiB, doubling below).
+	"file8": func(o *pebble.Options) { o.TargetFileSizes[0] = 8 << 20 },
+	// A larger Lbase: fewer levels below it for the same data.
+	"lbase256": func(o *pebble.Options) { o.LBaseMaxBytes = 256 << 20 },
+	// Two compactions at once on two cores.
+	"conc2": func(o *pebble.Options) {
+		o.CompactionConcurrencyRange = func() (int, int) { return 2, 2 }
+	},
+	// Sync sstables as they are written in larger steps.
+	"bps4m": func(o *pebble.Options) { o.BytesPerSync = 4 << 20 },
+	// A block cache twice the default.
+	"cache128": func(o *pebble.Options) {
+		c := pebble.NewCache(128 << 20)
+		o.Cache = c
+		// Open takes its own reference; the one NewCache returned leaks
+		// for the benchmark's life, which is fine in a benchmark.
+	},
+	// The columnar sstable format (new files only; one-way).
+	"columnar": func(o *pebble.Options) { o.FormatMajorVersion = pebble.FormatColumnarBlocks },
+}
+
+// WithPebble returns opts with Pebble's options changed by the named
+// candidate.
+func WithPebble(opts Options, candidate string) Options {
+	opts.tune = PebbleCandidates[candidate]
+	return opts
+}
+
+// StoreFigures are Pebble's cumulative write figures for a benchmark.
+type StoreFigures struct {
+	WALBytes, Flushed, Compacted uint64
+	Compactions                  int64
+	ReadAmp                      int
+	Debt                         uint64
+}
+
+// StoreMetrics reads them.
+func StoreMetrics(l *Log) StoreFigures {
+	m := l.db.Metrics()
+	f := StoreFigures{WALBytes: m.WAL.BytesWritten, Compactions: m.Compact.Count, ReadAmp: m.ReadAmp(), Debt: m.Compact.EstimatedDebt}
+	for _, lv := range m.Levels {
+		f.Flushed += lv.TableBytesFlushed + lv.BlobBytesFlushed
+		f.Compacted += lv.TableBytesCompacted + lv.BlobBytesCompacted
+	}
+	return f
+}
