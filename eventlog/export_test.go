@@ -1,6 +1,11 @@
 package eventlog
 
-import "github.com/cockroachdb/pebble/v2"
+import (
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
 
 // PebbleCandidates are the changes to Pebble's options that
 // BenchmarkPebbleOptions compares with the log's own (pebbleopts.go), by
@@ -13,6 +18,9 @@ var PebbleCandidates = map[string]func(*pebble.Options){
 	// compaction rewrites the overlapping Lbase files for more new data.
 	"l0x8": func(o *pebble.Options) {
 		o.L0CompactionThreshold, o.L0StopWritesThreshold = 8, 24
+	},
+	"l0x16": func(o *pebble.Options) {
+		o.L0CompactionThreshold, o.L0StopWritesThreshold = 16, 40
 	},
 	// Larger files at every level (L0 8 MiB, doubling below).
 	"file8": func(o *pebble.Options) { o.TargetFileSizes[0] = 8 << 20 },
@@ -33,12 +41,26 @@ var PebbleCandidates = map[string]func(*pebble.Options){
 	},
 	// The columnar sstable format (new files only; one-way).
 	"columnar": func(o *pebble.Options) { o.FormatMajorVersion = pebble.FormatColumnarBlocks },
+	// Values of 256 bytes or more (events, model records) in blob files,
+	// which compactions of the keys above them do not rewrite (one-way).
+	"valsep": func(o *pebble.Options) {
+		o.FormatMajorVersion = pebble.FormatValueSeparation
+		o.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
+			return pebble.ValueSeparationPolicy{Enabled: true, MinimumSize: 256, MaxBlobReferenceDepth: 10,
+				RewriteMinimumAge: 5 * time.Minute, TargetGarbageRatio: 0.2}
+		}
+	},
 }
 
 // WithPebble returns opts with Pebble's options changed by the named
-// candidate.
-func WithPebble(opts Options, candidate string) Options {
-	opts.tune = PebbleCandidates[candidate]
+// candidates, joined by "+".
+func WithPebble(opts Options, candidates string) Options {
+	names := strings.Split(candidates, "+")
+	opts.tune = func(o *pebble.Options) {
+		for _, n := range names {
+			PebbleCandidates[n](o)
+		}
+	}
 	return opts
 }
 
