@@ -9,13 +9,19 @@ import (
 
 // PebbleCandidates are the changes to Pebble's options that
 // BenchmarkPebbleOptions compares with the log's own (pebbleopts.go), by
-// name. "base" changes nothing.
+// name. "base" changes nothing; each other sets its values outright, so
+// "mem32+l0x4" is the log's options before issue 29.
 var PebbleCandidates = map[string]func(*pebble.Options){
 	"base": func(*pebble.Options) {},
-	// Fewer, larger flushes.
+	// The memtable: fewer, larger flushes the larger it is.
+	"mem32": func(o *pebble.Options) { o.MemTableSize = 32 << 20 },
 	"mem64": func(o *pebble.Options) { o.MemTableSize = 64 << 20 },
-	// Let L0 gather more files before it is compacted into Lbase, so one
-	// compaction rewrites the overlapping Lbase files for more new data.
+	// How many sublevels L0 gathers before it is compacted into Lbase, so
+	// one compaction rewrites the overlapping Lbase files for more new data.
+	// l0x4 is Pebble's default.
+	"l0x4": func(o *pebble.Options) {
+		o.L0CompactionThreshold, o.L0StopWritesThreshold = 4, 12
+	},
 	"l0x8": func(o *pebble.Options) {
 		o.L0CompactionThreshold, o.L0StopWritesThreshold = 8, 24
 	},
