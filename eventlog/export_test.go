@@ -1,6 +1,9 @@
 package eventlog
 
 import (
+	"errors"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -87,4 +90,45 @@ func StoreMetrics(l *Log) StoreFigures {
 		f.Compacted += lv.TableBytesCompacted + lv.BlobBytesCompacted
 	}
 	return f
+}
+
+// ProbeReads prices reads on the store as it stands: the median of n point
+// reads of ids the log does not hold (the existence check of a new id) and
+// of n scans of 50 events from a random seq (a since-query's page), each
+// through every level and L0 sublevel the store has at that moment.
+func ProbeReads(l *Log, n int) (get, scan time.Duration, err error) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	tip := l.Tip().Seq
+	gets, scans := make([]time.Duration, n), make([]time.Duration, n)
+	for i := range n {
+		var id [32]byte
+		for k := range id {
+			id[k] = byte(rng.Uint32())
+		}
+		start := time.Now()
+		_, closer, err := l.db.Get(idKey(id))
+		gets[i] = time.Since(start)
+		if err == nil {
+			closer.Close()
+		} else if !errors.Is(err, pebble.ErrNotFound) {
+			return 0, 0, err
+		}
+		start = time.Now()
+		it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: []byte{spaceEvent}, UpperBound: []byte{spaceEvent + 1}})
+		if err != nil {
+			return 0, 0, err
+		}
+		k := 0
+		for ok := it.SeekGE(eventKey(1 + rng.Uint64N(tip))); ok && k < 50; ok = it.Next() {
+			_ = it.Value()
+			k++
+		}
+		if err := it.Close(); err != nil {
+			return 0, 0, err
+		}
+		scans[i] = time.Since(start)
+	}
+	slices.Sort(gets)
+	slices.Sort(scans)
+	return gets[n/2], scans[n/2], nil
 }

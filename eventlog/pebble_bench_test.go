@@ -96,6 +96,8 @@ func BenchmarkPebbleOptions(b *testing.B) {
 		b.ReportMetric(m.cpu, n+"_cpu_µs/create")
 		b.ReportMetric(m.compacted, n+"_compacted_B/create")
 		b.ReportMetric(m.owed, n+"_owed_B/create")
+		b.ReportMetric(m.getUs, n+"_get_µs")
+		b.ReportMetric(m.scanUs, n+"_scan_µs")
 	}
 }
 
@@ -109,11 +111,14 @@ type roundFigures struct {
 	// compactions past the round's end does not look cheaper for it.
 	owed    float64
 	debtMiB float64
+	// getUs and scanUs are the medians of ProbeReads at the round's end, in
+	// µs: what the L0 sublevels left at that moment cost a reader.
+	getUs, scanUs float64
 }
 
 func (f roundFigures) String() string {
-	return fmt.Sprintf("%6.0f creates/s %5.0f cpu_µs/create  wal %4.0f B flushed %5.0f B compacted %6.0f B owed %6.0f B /create  %3.0f compactions  read_amp %2.0f  debt %4.0f MiB",
-		f.rate, f.cpu, f.wal, f.flushed, f.compacted, f.owed, f.compactions, f.readAmp, f.debtMiB)
+	return fmt.Sprintf("%6.0f creates/s %5.0f cpu_µs/create  wal %4.0f B flushed %5.0f B compacted %6.0f B owed %6.0f B /create  %3.0f compactions  read_amp %2.0f  debt %4.0f MiB  get %5.1f µs scan %6.1f µs",
+		f.rate, f.cpu, f.wal, f.flushed, f.compacted, f.owed, f.compactions, f.readAmp, f.debtMiB, f.getUs, f.scanUs)
 }
 
 func medianFigures(rs []roundFigures) roundFigures {
@@ -133,6 +138,8 @@ func medianFigures(rs []roundFigures) roundFigures {
 		readAmp:     med(func(r roundFigures) float64 { return r.readAmp }),
 		debtMiB:     med(func(r roundFigures) float64 { return r.debtMiB }),
 		owed:        med(func(r roundFigures) float64 { return r.owed }),
+		getUs:       med(func(r roundFigures) float64 { return r.getUs }),
+		scanUs:      med(func(r roundFigures) float64 { return r.scanUs }),
 	}
 }
 
@@ -155,13 +162,18 @@ func pebbleRound(dir, candidate string, n, warm int) (roundFigures, error) {
 	}
 	elapsed, cpu := time.Since(start), cpuTime()-cpu0
 	after := eventlog.StoreMetrics(c.Log)
+	get, scan, err := eventlog.ProbeReads(c.Log, 2000)
+	if err != nil {
+		return roundFigures{}, err
+	}
 	per := func(a, b uint64) float64 { return float64(a-b) / float64(n) }
 	return roundFigures{
 		rate: float64(n) / elapsed.Seconds(), cpu: float64(cpu.Microseconds()) / float64(n),
 		wal: per(after.WALBytes, before.WALBytes), flushed: per(after.Flushed, before.Flushed),
 		compacted: per(after.Compacted, before.Compacted), compactions: float64(after.Compactions - before.Compactions),
 		readAmp: float64(after.ReadAmp), debtMiB: float64(after.Debt) / (1 << 20),
-		owed: (float64(after.Compacted-before.Compacted) + float64(after.Debt) - float64(before.Debt)) / float64(n),
+		owed:  (float64(after.Compacted-before.Compacted) + float64(after.Debt) - float64(before.Debt)) / float64(n),
+		getUs: float64(get.Nanoseconds()) / 1e3, scanUs: float64(scan.Nanoseconds()) / 1e3,
 	}, nil
 }
 
