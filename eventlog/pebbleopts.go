@@ -10,8 +10,9 @@ import (
 // event; it costs at most two memtables of RSS (MemTableStopWritesThreshold).
 // 64 MiB rather than 32: alone it cut the compaction owed per mission create
 // (bytes compacted plus the growth of Pebble's debt) to 0.69× at 300k
-// missions; with L0's threshold below, to 0.61× (docs/benchmarks.md, "The
-// write path: Pebble's options").
+// missions; with L0's threshold below, to 0.57×, with CPU per create 0.90×
+// and creates/s 1.10× (docs/benchmarks.md, "The write path: Pebble's
+// options", round seven).
 const memTableSize = 64 << 20
 
 // pebbleOptions are the Pebble options the log opens its store with; Open
