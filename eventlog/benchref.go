@@ -23,7 +23,7 @@ func SyncWriteLatency(dir string, n int, logger *slog.Logger) (_ time.Duration, 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	db, err := pebble.Open(dir, &pebble.Options{Logger: pebbleLogger{logger}, MemTableSize: 32 << 20})
+	db, err := pebble.Open(dir, &pebble.Options{Logger: pebbleLogger{logger}, MemTableSize: memTableSize})
 	if err != nil {
 		return 0, fmt.Errorf("open pebble: %w", err)
 	}

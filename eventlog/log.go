@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -66,6 +65,9 @@ type Options struct {
 	// (BenchmarkAppendTree). A log opened so must not be opened again with
 	// the tree: its stored hashes would be missing.
 	withoutTree bool
+	// tune, if set, changes Pebble's options before the store is opened, for
+	// the benchmark that compares them (BenchmarkPebbleOptions).
+	tune func(*pebble.Options)
 }
 
 // Tip is the newest durable event.
@@ -139,19 +141,15 @@ func Open(opts Options) (*Log, error) {
 	if opts.ModelCacheSize <= 0 {
 		opts.ModelCacheSize = DefaultModelCacheSize
 	}
-	// A larger memtable than the 4 MiB default means fewer, larger flushes and less
-	// compaction work per appended event; it costs at most two memtables of RSS.
 	if opts.CacheSize <= 0 {
 		opts.CacheSize = 64 << 20
 	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref() // the DB holds its own reference
-	popts := &pebble.Options{Logger: pebbleLogger{opts.Logger}, MemTableSize: 32 << 20, Cache: cache}
-	// Bloom filters make a lookup of an absent key (a new mission id, a free
-	// slug) cheap: the folds and the commands make several per write, and
-	// without filters each one reads a block of every sstable it could be in.
-	for i := range popts.Levels {
-		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	popts := pebbleOptions(cache)
+	popts.Logger = pebbleLogger{opts.Logger}
+	if opts.tune != nil {
+		opts.tune(popts)
 	}
 	dir := opts.Dir
 	if opts.InMemory {
