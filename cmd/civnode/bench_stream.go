@@ -34,16 +34,9 @@ const (
 // read against (sign, one synced write), a node filled with --events missions,
 // and the stream phase; nothing else, so that stream runs alternate quickly.
 func (b *bench) streamOnly(ctx context.Context) error {
-	b.log.Info("bench: reference limits (idle)")
-	sign, verify := edRates()
-	b.res.set("sign_per_s", sign)
-	b.res.set("verify_per_s", verify)
-	syncMs, err := syncWriteMillis(b.tmp, b.quiet)
-	if err != nil {
+	if err := b.signAndSyncLimits(); err != nil {
 		return err
 	}
-	b.res.set("pebble_sync_write_ms", syncMs)
-	b.res.set("pebble_sync_writes_per_s", 1000/syncMs)
 	if err := b.startTarget(ctx); err != nil {
 		return err
 	}
@@ -55,7 +48,7 @@ func (b *bench) streamOnly(ctx context.Context) error {
 	}
 	if b.node != nil {
 		b.log.Info("bench: stopping the node (SIGTERM)")
-		err = b.node.stop()
+		err := b.node.stop()
 		b.node = nil
 		if err != nil {
 			return fmt.Errorf("stop the node after the run: %w", err)
