@@ -32,9 +32,11 @@ func TestMain(m *testing.M) {
 
 func runTests(m *testing.M) int {
 	flag.Parse()
-	if testing.Short() {
+	if testing.Short() || fuzzing() {
 		// The inner loop: no binary, so every test that runs one skips
-		// (needBinary); the full suite builds it once here.
+		// (needBinary); the full suite builds it once here. A fuzz run
+		// (and each of its workers, which run TestMain again) needs none
+		// either: building it took the fuzzer's whole -fuzztime.
 		return m.Run()
 	}
 	tmp, err := os.MkdirTemp("", "civnode-bin-")
@@ -54,6 +56,17 @@ func runTests(m *testing.M) int {
 	return m.Run()
 }
 
+// fuzzing reports whether this process runs a fuzz target or is one of its
+// workers.
+func fuzzing() bool {
+	for _, name := range []string{"test.fuzz", "test.fuzzworker"} {
+		if f := flag.Lookup(name); f != nil && f.Value.String() != "" && f.Value.String() != "false" {
+			return true
+		}
+	}
+	return false
+}
+
 // needBinary skips t under go test -short, which builds no binary: the tests
 // that run civnode as a subprocess (SIGKILL rounds, soaks, the CLI through
 // the real binary) belong to the full suite, the README's test command.
@@ -61,6 +74,9 @@ func needBinary(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: runs the civnode binary as a subprocess; the full suite runs it")
+	}
+	if civnodeBin == "" {
+		t.Skip("no civnode binary is built while fuzzing")
 	}
 }
 
