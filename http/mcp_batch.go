@@ -254,7 +254,11 @@ func (s *Server) runBatch(mw *mcpResponseWriter, r *http.Request, x *mcpExchange
 		req, isCall := decoded[i].(*jsonrpc.Request)
 		isCall = isCall && req.IsCall()
 		if isCall && x.left.Load() <= 0 {
-			answers = append(answers, budgetSpent(req.ID, s.pageBytes))
+			answer, err := budgetSpent(req.ID, s.pageBytes)
+			if err != nil {
+				return err
+			}
+			answers = append(answers, answer)
 			continue
 		}
 		rec := &batchRecorder{header: make(http.Header)}
@@ -271,7 +275,10 @@ func (s *Server) runBatch(mw *mcpResponseWriter, r *http.Request, x *mcpExchange
 				// member): the whole answer, in the API's error shape.
 				return transportAnswer(mw, rec)
 			}
-			answer = rpcError(req, jsonrpc.CodeInvalidRequest, string(bytes.TrimSpace(rec.body.Bytes())))
+			var err error
+			if answer, err = rpcError(req, jsonrpc.CodeInvalidRequest, string(bytes.TrimSpace(rec.body.Bytes()))); err != nil {
+				return err
+			}
 		}
 		if len(answer) > 0 {
 			answers = append(answers, answer)
@@ -306,29 +313,32 @@ func transportAnswer(mw *mcpResponseWriter, rec *batchRecorder) error {
 
 // budgetSpent is the answer of a request left unrun for the batch's spent
 // byte budget: a JSON-RPC error whose data is the API's error body.
-func budgetSpent(id jsonrpc.ID, budget int) []byte {
+func budgetSpent(id jsonrpc.ID, budget int) ([]byte, error) {
 	_, body, _ := errorResponse(errBatchBudgetSpent(budget))
-	data, _ := marshalJSON(body)
-	b, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
-		Code: rpcCodeBatchBudget, Message: body.Error, Data: json.RawMessage(bytes.TrimSpace(data))}})
-	if err != nil { // an ID the SDK decoded always encodes
-		panic(fmt.Sprintf("encode a JSON-RPC error: %v", err))
+	data, err := marshalJSON(body)
+	if err != nil {
+		return nil, fmt.Errorf("encode a batch_budget_spent body: %w", err)
 	}
-	return b
+	return rpcAnswer(id, &jsonrpc.Error{Code: rpcCodeBatchBudget, Message: body.Error, Data: json.RawMessage(bytes.TrimSpace(data))})
 }
 
 // rpcError is a JSON-RPC error answering req (nil: a member that is not a
 // request, answered with a null id).
-func rpcError(req *jsonrpc.Request, code int64, msg string) []byte {
+func rpcError(req *jsonrpc.Request, code int64, msg string) ([]byte, error) {
 	var id jsonrpc.ID
 	if req != nil {
 		id = req.ID
 	}
-	b, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: code, Message: msg}})
+	return rpcAnswer(id, &jsonrpc.Error{Code: code, Message: msg})
+}
+
+// rpcAnswer encodes a JSON-RPC error response to id.
+func rpcAnswer(id jsonrpc.ID, e *jsonrpc.Error) ([]byte, error) {
+	b, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: e})
 	if err != nil {
-		panic(fmt.Sprintf("encode a JSON-RPC error: %v", err))
+		return nil, fmt.Errorf("encode a JSON-RPC error: %w", err)
 	}
-	return b
+	return b, nil
 }
 
 // batchRecorder keeps the SDK's answer to one member of a batch.

@@ -55,7 +55,7 @@ const (
 )
 
 // hostileLevels are the reader counts of the table; the last is
-// design.md's "128 concurrent full-page readers".
+// 128 concurrent full-page readers, the scale docs/limits.md states its bound at.
 var hostileLevels = []int{8, 32, 128}
 
 // hostileKey names the figure of a level: hostile_c128_rss_rise_mb.
