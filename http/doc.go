@@ -1,4 +1,4 @@
-// Package http serves civnode's control API (spec/control-api.md, spec/wire.md) over
+// Package http serves civnode's control API (docs/api.md, http/openapi.json) over
 // HTTP/JSON. It adapts the core packages to HTTP and owns nothing of their rules: it
 // authenticates, parses and bounds requests, calls the core, and renders the result.
 //

@@ -40,7 +40,7 @@
 // object per command, a failure as {"error":{"kind","code","message","field"}}
 // (docs/oracle.md).
 //
-// The command line is specified in shared/spec/wire.md §10; scripts and tests rely
+// The command line is the README's table of commands; scripts and tests rely
 // on it.
 //
 // # Data dir
