@@ -91,6 +91,8 @@ type chainCursor struct {
 	// tree, if set, grows by each event's leaf, so a bundle's checkpoint can
 	// be checked against the events themselves (bundle_verify.go).
 	tree *treeFrontier
+	// sink, if set, is given each event once it has taken its place.
+	sink func(*link) error
 }
 
 func newChainCursor(did string, pub ed25519.PublicKey) *chainCursor {
@@ -250,6 +252,12 @@ func verifyPipeline(ctx context.Context, pub ed25519.PublicKey, next func() *lin
 		if err := c.advance(k.ev); err != nil {
 			cancel()
 			return err
+		}
+		if c.sink != nil {
+			if err := c.sink(k); err != nil {
+				cancel()
+				return err
+			}
 		}
 		if progress != nil {
 			progress(k.ev.Seq)
