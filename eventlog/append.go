@@ -413,6 +413,8 @@ func (l *Log) commit(g *group) error {
 		// An ingested genesis event: Open wrote none (Options.Ingest).
 		b.Set(metaSchemaKey, []byte(schemaVersion), nil)
 	}
+	l.commitMu.Lock()
+	defer l.commitMu.Unlock()
 	start := time.Now()
 	err := withFatal(func() error { return b.Commit(pebble.Sync) })
 	if l.onGroup != nil {

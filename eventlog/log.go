@@ -108,6 +108,10 @@ type Log struct {
 	closeMu sync.RWMutex
 	closed  bool
 
+	// commitMu is held by the committer from a group's commit to the new
+	// tip, so that Backup copies the store at a tip it knows.
+	commitMu sync.Mutex
+
 	mu         sync.RWMutex // guards the committed view below
 	tip        Tip
 	root       string
