@@ -111,6 +111,11 @@ type Options struct {
 	Servicenet      *commands.Servicenet
 	PaymentAccounts *commands.PaymentAccounts
 
+	// Snapshot, if set, copies the node's store to a new directory inside
+	// its data directory, consistent at the tip it reports, for civnode
+	// backup (POST /v1/admin/backup); nil: that path is not served.
+	Snapshot func(context.Context) (Snapshot, error)
+
 	// Metrics is the registry GET /v1/metrics serves (prometheus.go); the
 	// server adds its HTTP, tip and stream series to it. Give the same one to
 	// the log's OnGroupCommit and the registry client's Observe to have their
@@ -166,6 +171,7 @@ type Server struct {
 	streams         *streamHub // the WebSocket clients of GET /v1/stream (stream.go)
 	servicenet      *commands.Servicenet
 	payments        *commands.PaymentAccounts
+	snapshot        func(context.Context) (Snapshot, error)
 	mcp             http.Handler // POST /mcp (mcp.go)
 	// mcpLimits is the longest a call of each MCP tool may run (mcp_batch.go).
 	mcpLimits      map[string]time.Duration
@@ -305,6 +311,7 @@ func New(opts Options) *Server {
 		anonIdleTimeout: opts.AnonymousIdleTimeout,
 		servicenet:      opts.Servicenet,
 		payments:        opts.PaymentAccounts,
+		snapshot:        opts.Snapshot,
 		metrics:         opts.Metrics,
 		headerTimeout:   readHeaderTimeout,
 		readTimeout:     readTimeout,
@@ -361,6 +368,7 @@ func (s *Server) routes() {
 	s.handle(http.MethodGet, "/v1/client/network/status", s.handleNetworkStatus, 0)
 	s.handle(http.MethodGet, "/v1/audit", s.handleAudit, routeOwner|routeList)
 	s.adminRoutes()
+	s.backupRoutes()
 	s.paymentAccountRoutes()
 	s.civilizationRoutes()
 	s.missionRoutes()

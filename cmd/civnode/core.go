@@ -21,7 +21,7 @@ func openCore(ctx context.Context, d dataDir, key ed25519.PrivateKey, cfg core.C
 		return nil, err
 	}
 	opts := eventlog.Options{OnRebuild: rebuildLogger(logger), OnCommit: hooks.onCommit, OnGroupCommit: hooks.onGroupCommit,
-		OnTreeBuild: treeBuildProgress(logger, hooks.onTreeBuild), ModelCacheSize: hooks.modelCache}
+		OnTreeBuild: treeBuildProgress(logger, hooks.onTreeBuild), ModelCacheSize: hooks.modelCache, Ingest: hooks.ingest}
 	opts.Dir, opts.Key, opts.Logger = d.dbPath(), key, logger
 	c, err := core.Open(opts, cfg)
 	if err != nil {
@@ -50,6 +50,9 @@ type logHooks struct {
 	// modelCache is eventlog.Options.ModelCacheSize (serve --model-cache);
 	// 0: the default.
 	modelCache int64
+	// ingest opens a new store without a genesis event, for import to fill
+	// from a bundle (eventlog.Options.Ingest).
+	ingest bool
 }
 
 // treeBuildProgress logs the one-time build of the Merkle tree (a data dir

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -317,7 +318,11 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 		MaxConnsPerAddr: cfg.httpMaxConnsPerAddr(),
 		Servicenet:      node.Servicenet,
 		PaymentAccounts: node.PaymentAccounts,
-		Metrics:         metrics,
+		Snapshot: func(ctx context.Context) (civhttp.Snapshot, error) {
+			snap, err := snapshotStore(ctx, chain, dir, time.Now())
+			return civhttp.Snapshot{Dir: snap.Dir, Backup: snap.Backup}, err
+		},
+		Metrics: metrics,
 	})
 	logger.Info("serving", "addr", addr, "node_did", chain.NodeDID(), "data_dir", string(dir),
 		"tip_seq", chain.Tip().Seq, "version", version, "catalog_version", cat.Version, "registry", registry.BaseURL(),
