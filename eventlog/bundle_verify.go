@@ -21,7 +21,7 @@ type BundleReport struct {
 	TipHash     string
 	EventCount  uint64
 	// TreeRoot is the Merkle tree's root recomputed from the events
-	// (wire.md §11), and Checkpoint whether the bundle carried a checkpoint,
+	// (docs/transparency.md), and Checkpoint whether the bundle carried a checkpoint,
 	// which then verified under the chain's key and named that root and
 	// EventCount. A bundle from before the tree has none.
 	TreeRoot   tlog.Hash

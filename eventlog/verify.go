@@ -307,7 +307,7 @@ func (l *Log) VerifyFrom(ctx context.Context, from uint64, progress func(seq uin
 		}
 	} else {
 		// A walk from genesis also grows the Merkle tree over the ids it
-		// checks, to hold the stored tree to the chain (wire.md §11).
+		// checks, to hold the stored tree to the chain (docs/transparency.md).
 		c.tree = newTreeFrontier()
 	}
 	errs := make(chan error, 1)

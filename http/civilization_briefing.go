@@ -31,7 +31,7 @@ const (
 )
 
 // civilizationTypes are the event types the civilization briefing counts: the
-// civilization layer's own activity (wire.md §3).
+// civilization layer's own activity (docs/events.md).
 var civilizationTypes = []string{
 	"identity.bootstrapped", "identity.updated", "controller_binding.updated", "profile.updated",
 	"mission.created", "mission.accepted", "mission.completed", "mission.settled",
@@ -39,7 +39,7 @@ var civilizationTypes = []string{
 	"game.starter_missions.installed", "game.mission_pack.installed",
 }
 
-// supervisionTypes are every event type of wire.md §3: the operator's briefing
+// supervisionTypes are every event type of docs/events.md: the operator's briefing
 // counts them all.
 var supervisionTypes = append(slices.Clone(civilizationTypes),
 	"node.genesis",

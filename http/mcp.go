@@ -15,7 +15,7 @@ import (
 	"github.com/civnode/civnode/commands"
 )
 
-// POST /mcp serves the control API as MCP tools (wire.md §9) through the
+// POST /mcp serves the control API as MCP tools (docs/mcp.md) through the
 // official Go SDK's Streamable HTTP transport, in its stateless mode with JSON
 // responses: every POST is one JSON-RPC exchange answered by one
 // application/json body, with no session to keep and no GET stream (GET and

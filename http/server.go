@@ -104,7 +104,7 @@ type Options struct {
 	// NATS is not configured.
 	Stream *stream.Server
 
-	// Servicenet runs the agent registry proxy (wire.md §9); nil: the
+	// Servicenet runs the agent registry proxy (docs/servicenet.md); nil: the
 	// /v1/core/servicenet endpoints and the servicenet MCP tools are not
 	// served. PaymentAccounts are the accounts it pays from, administered at
 	// /v1/admin/payment-accounts; nil: those paths are not served.
@@ -420,7 +420,7 @@ const (
 	routePublic routeFlags = 1 << iota
 	// routeStreaming skips the handler timeout; the handler bounds itself.
 	routeStreaming
-	// routeObserver admits observer tokens too (wire.md §2: the event log, its
+	// routeObserver admits observer tokens too (docs/tokens.md: the event log, its
 	// export, the stream and health). Without it an observer gets 403.
 	routeObserver
 	// routeOwner admits the owner token only (audit, admin); others get 403.
@@ -433,14 +433,14 @@ const (
 	// for the registry's own time-outs to answer 504 first.
 	routeRegistry
 	// routeQueryToken also takes the bearer token from ?token= when the request
-	// has no Authorization header (wire.md §2: browsers cannot set headers on a
+	// has no Authorization header (docs/tokens.md: browsers cannot set headers on a
 	// WebSocket). The parameter is removed before anything else sees the query.
 	routeQueryToken
 	// routeLimited puts a GET route under the per-token rate limit, which
 	// covers every POST anyway (rateLimitedRoute).
 	routeLimited
 	// routeNoAgent refuses agent tokens on a route that routeObserver opens
-	// to observers (wire.md §11: the transparency log is read by the owner
+	// to observers (docs/transparency.md: the transparency log is read by the owner
 	// and observers).
 	routeNoAgent
 	// routeNoBudget keeps a route's small answers out of the response budget,

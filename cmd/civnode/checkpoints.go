@@ -15,7 +15,7 @@ import (
 const checkpointInterval = time.Second
 
 // publishCheckpoints publishes the tree's signed checkpoint on NATS
-// (civnode.<node>.checkpoints, wire.md §11) at start and then each time the
+// (civnode.<node>.checkpoints, docs/transparency.md) at start and then each time the
 // tree has grown, at most once per interval, until ctx is done.
 func publishCheckpoints(ctx context.Context, l *eventlog.Log, st *stream.Server, interval time.Duration, logger *slog.Logger) {
 	tick := time.NewTicker(interval)

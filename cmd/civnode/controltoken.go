@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// loadOrCreateControlToken returns the owner token at path (wire.md §2),
+// loadOrCreateControlToken returns the owner token at path (docs/tokens.md),
 // creating one on first start: 32 random bytes as hex, then a newline.
 func loadOrCreateControlToken(path string, logger *slog.Logger) (string, error) {
 	tok, err := loadControlToken(path, logger)

@@ -84,7 +84,7 @@
 // never sent the token. See nodechannel.go and docs/tokens.md.
 //
 // oracle works while the node runs too, but never over HTTP: the oracle has no
-// HTTP endpoint (wire.md §10). It first tries oracle.sock, and when a node
+// HTTP endpoint (docs/oracle.md). It first tries oracle.sock, and when a node
 // answers there, the node runs the command on its own core; only when none
 // answers does oracle open the data dir itself, so it never opens the database
 // beside a running node. A node that holds the data dir without answering on

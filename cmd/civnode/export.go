@@ -19,7 +19,7 @@ func (m *Main) newExportCommand(g *globals) *cobra.Command {
 		Use:   "export",
 		Short: "Write a signed export bundle of the local chain to stdout",
 		Long: `export streams the whole chain of a stopped node to stdout as a signed export
-bundle (wire.md §4) and records export.sealed in the audit log. A running node
+bundle (docs/wire-formats.md) and records export.sealed in the audit log. A running node
 serves the same bundle at GET /v1/events/export.
 
   civnode export --data-dir DIR > bundle.json

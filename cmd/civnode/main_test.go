@@ -275,7 +275,7 @@ func getJSON(t *testing.T, url, token string, want int, v any) []byte {
 	return body
 }
 
-// Response shapes of wire.md §3, §5 and §6, as far as these tests read them.
+// Response shapes of docs/api.md, as far as these tests read them.
 type (
 	stateBody struct {
 		Identity struct {

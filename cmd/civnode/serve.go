@@ -19,7 +19,7 @@ import (
 	"github.com/civnode/civnode/stream"
 )
 
-// serveConfig is the command line of serve (wire.md §10).
+// serveConfig is the command line of serve (civnode serve --help).
 type serveConfig struct {
 	dataDir string
 	addr    string

@@ -5,5 +5,5 @@
 // so a test exercises the same wiring as the binary.
 //
 // It lives under cmd because wiring is the one place allowed to know every
-// package (design.md, "Packages").
+// package (docs/architecture.md, deps_test.go).
 package core

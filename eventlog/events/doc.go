@@ -1,7 +1,7 @@
 // Package events holds the types and payloads of civnode's domain events: the
 // persisted schema that commands write and projections read. It imports only the
 // standard library, so both sides can share it without importing each other
-// (design.md).
+// (docs/architecture.md).
 //
 // Payload structs are a persisted schema: every field has an explicit json tag, a
 // field is never renamed or retyped, and a new meaning is a new event type

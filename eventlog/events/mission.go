@@ -2,7 +2,7 @@ package events
 
 import "encoding/json"
 
-// Event types of the mission lifecycle and its payments (wire.md §3, §7).
+// Event types of the mission lifecycle and its payments (docs/events.md).
 const (
 	// TypeMissionCreated publishes a mission: the full record as the publisher
 	// gave it, with its new mission_id and the DID that issued it.
@@ -35,7 +35,7 @@ const (
 	PublisherPlanetaryGovernment = "planetary_government"
 )
 
-// Reward is what settling a mission pays (spec "Reward"; all integers ≥ 0).
+// Reward is what settling a mission pays (docs/api.md, "Missions"; all integers ≥ 0).
 type Reward struct {
 	// AgentCredit is credited to the completing agent.
 	AgentCredit int64 `json:"agent_credit"`
