@@ -573,7 +573,19 @@ func TestOpenAPIResponsesMatchDocument(t *testing.T) {
 		}
 		return "#/" + strings.Join(parts, "/")
 	}
+	walkAPI(t, n, func(op, _ string, r response) {
+		t.Helper()
+		checkAgainstDocument(t, d, c, schemas, base, pointer, op, r)
+	})
+}
 
+// walkAPI drives n, whose registry proxy calls a fakeRegistry, through every
+// area of the API, successes and refusals, and hands each answer to visit
+// with the document's "METHOD /path" of its operation and the request as
+// sent. Each step must get the status it is written for, so that it
+// exercises what it means to.
+func walkAPI(t *testing.T, n *wiredNode, visit func(op, request string, r response)) {
+	t.Helper()
 	type step struct {
 		op     string // the document's "METHOD /path"
 		path   string // as sent, with its query
@@ -619,7 +631,7 @@ func TestOpenAPIResponsesMatchDocument(t *testing.T) {
 		if r.status != st.status {
 			t.Fatalf("%s %s: %d %.300s, want %d", method, st.path, r.status, r.body, st.status)
 		}
-		checkAgainstDocument(t, d, c, schemas, base, pointer, st.op, r)
+		visit(st.op, method+" "+st.path, r)
 		if st.keep != nil {
 			st.keep(r.body)
 		}
