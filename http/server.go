@@ -384,7 +384,7 @@ func (s *Server) routes() {
 // metrics, the API's own description and the supervision console.
 func (s *Server) operatorRoutes() {
 	s.handle(http.MethodGet, "/v1/metrics", s.handlePrometheus, routeObserver)
-	s.handle(http.MethodGet, "/v1/openapi.json", s.handleOpenAPI, routeObserver)
+	s.handle(http.MethodGet, "/v1/openapi.json", s.handleOpenAPI, routePublic)
 	s.consoleRoutes()
 }
 
@@ -416,7 +416,8 @@ type handler func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) 
 type routeFlags uint16
 
 const (
-	// routePublic skips authentication (GET /v1/health, POST /v1/node/proof).
+	// routePublic skips authentication (GET /v1/health, POST /v1/node/proof,
+	// GET /v1/openapi.json, the console).
 	routePublic routeFlags = 1 << iota
 	// routeStreaming skips the handler timeout; the handler bounds itself.
 	routeStreaming
