@@ -20,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/eventlog/events"
 )
@@ -301,7 +302,7 @@ func (b *bench) startTarget(ctx context.Context) error {
 	if b.cfg.node != "" {
 		tok := b.cfg.token
 		if b.cfg.tokenFile != "" {
-			t, err := loadControlToken(b.cfg.tokenFile, b.log)
+			t, err := datadir.LoadControlToken(b.cfg.tokenFile, b.log)
 			if err != nil {
 				return fmt.Errorf("--token-file: %w", err)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/commands/servicenet"
 )
 
@@ -101,7 +102,7 @@ mistake on the command line. --json prints the report as one JSON object
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.dataDir, "data-dir", "", dataDirHelp)
+	f.StringVar(&cfg.dataDir, "data-dir", "", datadir.Help)
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "the node's listen address HOST:PORT, as given to serve")
 	f.StringVar(&cfg.registryURL, "registry-url", DefaultRegistryURL, "the agent registry the node proxies (`URL`), as given to serve")
 	f.BoolVar(&cfg.json, "json", false, "print the report as one JSON object")
@@ -119,7 +120,7 @@ func (m *Main) doctor(ctx context.Context, cfg doctorConfig, logger *slog.Logger
 	if _, err := servicenet.New(servicenet.Config{BaseURL: cfg.registryURL, Sign: func([]byte) []byte { return nil }}); err != nil {
 		return usageErrorf("--registry-url: %w", err)
 	}
-	dir, err := m.resolveDataDir(cfg.dataDir)
+	dir, err := datadir.Resolve(cfg.dataDir, m.Getenv, m.HomeDir)
 	if err != nil {
 		return err
 	}
@@ -148,7 +149,7 @@ func (m *Main) doctor(ctx context.Context, cfg doctorConfig, logger *slog.Logger
 // doctorRun holds what one check finds for the checks after it.
 type doctorRun struct {
 	m           *Main
-	dir         dataDir
+	dir         datadir.Dir
 	addr        string
 	registryURL string
 	logger      *slog.Logger
@@ -185,7 +186,7 @@ func (d *doctorRun) run(ctx context.Context) ([]doctorCheck, error) {
 	return checks, nil
 }
 
-func newDoctorReport(dir dataDir, addr, registryURL string, checks []doctorCheck) doctorReport {
+func newDoctorReport(dir datadir.Dir, addr, registryURL string, checks []doctorCheck) doctorReport {
 	rep := doctorReport{DataDir: string(dir), Addr: addr, RegistryURL: registryURL, Status: statusOK, Checks: checks}
 	for _, c := range checks {
 		switch c.Status {

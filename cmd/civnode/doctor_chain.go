@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/projections"
 )
@@ -48,14 +49,14 @@ func (d *doctorRun) checkStore(ctx context.Context) []doctorCheck {
 	case d.key == nil:
 		return []doctorCheck{skipped(chain, d.keySkip), skipped(models, d.keySkip)}
 	}
-	if fi, err := os.Stat(d.dir.dbPath()); err != nil || !fi.IsDir() {
+	if fi, err := os.Stat(d.dir.DBPath()); err != nil || !fi.IsDir() {
 		return []doctorCheck{skipped(chain, "no event log"), skipped(models, "no event log")}
 	}
 	// Read-only first: opening the log on a store without a chain would
 	// start a new one with a genesis event, and doctor records nothing.
-	did, err := eventlog.ChainNodeDID(d.dir.dbPath())
+	did, err := eventlog.ChainNodeDID(d.dir.DBPath())
 	switch {
-	case isLockHeld(err):
+	case datadir.IsLockHeld(err):
 		d.inUse = true
 		return nil
 	case err != nil:
@@ -64,15 +65,15 @@ func (d *doctorRun) checkStore(ctx context.Context) []doctorCheck {
 		if errors.As(err, &ce) {
 			fix = d.chainFix()
 		}
-		return []doctorCheck{problem(chain, statusFail, fmt.Sprintf("open event log in %s: %v", d.dir.dbPath(), err), fix),
+		return []doctorCheck{problem(chain, statusFail, fmt.Sprintf("open event log in %s: %v", d.dir.DBPath(), err), fix),
 			skipped(models, "the event log does not open")}
 	case did == "":
-		return []doctorCheck{problem(chain, statusFail, d.dir.dbPath()+" holds no chain, not even a genesis event",
-			"restore db/ from a backup; for a new node, remove the empty "+shellQuote(d.dir.dbPath())+" and start civnode serve"),
+		return []doctorCheck{problem(chain, statusFail, d.dir.DBPath()+" holds no chain, not even a genesis event",
+			"restore db/ from a backup; for a new node, remove the empty "+shellQuote(d.dir.DBPath())+" and start civnode serve"),
 			skipped(models, "no chain")}
 	}
-	l, err := openLog(d.dir, d.key, d.logger, eventlog.Options{})
-	if errors.Is(err, errDataDirInUse) {
+	l, err := d.dir.OpenLog(d.key, d.logger, eventlog.Options{})
+	if errors.Is(err, datadir.ErrInUse) {
 		d.inUse = true
 		return nil
 	}
@@ -82,7 +83,7 @@ func (d *doctorRun) checkStore(ctx context.Context) []doctorCheck {
 		if !errors.As(err, &ce) {
 			fix = ""
 			if errors.Is(err, eventlog.ErrWrongKey) {
-				fix = "restore the node.key this chain was created with to " + shellQuote(d.dir.keyPath())
+				fix = "restore the node.key this chain was created with to " + shellQuote(d.dir.KeyPath())
 			}
 		}
 		return []doctorCheck{
@@ -269,7 +270,7 @@ func (d *doctorRun) checkRunningNode(ctx context.Context) []doctorCheck {
 			problem(node, statusFail, fmt.Sprintf("running and healthy (reached at %s), but GET /v1/state failed: %v", ch.Via, stErr), ""))
 	case stStatus == http.StatusUnauthorized:
 		return append(out, skipped(chain, "the node refuses control.token"), models,
-			problem(node, statusFail, fmt.Sprintf("running and healthy (reached at %s), but it refuses the owner token in %s (401): the file changed since the node started", ch.Via, d.dir.tokenPath()),
+			problem(node, statusFail, fmt.Sprintf("running and healthy (reached at %s), but it refuses the owner token in %s (401): the file changed since the node started", ch.Via, d.dir.TokenPath()),
 				"restore the token the node started with, or restart the node so that it reads control.token again"))
 	case stStatus != http.StatusOK:
 		return append(out, skipped(chain, "GET /v1/state failed"), models,

@@ -11,13 +11,14 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/eventlog"
 )
 
 // The file checks: the data dir and the secrets in it (cmd/civnode/doc.go
 // lists them). Secrets are read with a logger that discards, since their
-// modes are reported here and readSecretFile would warn on stderr as well.
+// modes are reported here and datadir.ReadSecret would warn on stderr as well.
 
 func (d *doctorRun) quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
@@ -61,17 +62,17 @@ func (d *doctorRun) checkDB() doctorCheck {
 	if !d.dirExists {
 		return skipped(c, "no data dir")
 	}
-	fi, err := os.Stat(d.dir.dbPath())
+	fi, err := os.Stat(d.dir.DBPath())
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return problem(c, statusFail, fmt.Sprintf("%s is missing: this dir holds no event log", d.dir.dbPath()),
+		return problem(c, statusFail, fmt.Sprintf("%s is missing: this dir holds no event log", d.dir.DBPath()),
 			"civnode serve --data-dir "+shellQuote(string(d.dir))+" creates one for a new node; for an existing node, restore db/ from a backup")
 	case err != nil:
-		return problem(c, statusFail, fmt.Sprintf("cannot inspect %s: %v", d.dir.dbPath(), err), "")
+		return problem(c, statusFail, fmt.Sprintf("cannot inspect %s: %v", d.dir.DBPath(), err), "")
 	case !fi.IsDir():
-		return problem(c, statusFail, fmt.Sprintf("%s is not a directory", d.dir.dbPath()), "restore db/ from a backup")
+		return problem(c, statusFail, fmt.Sprintf("%s is not a directory", d.dir.DBPath()), "restore db/ from a backup")
 	}
-	c.Status, c.Detail = statusOK, d.dir.dbPath()+" is there"
+	c.Status, c.Detail = statusOK, d.dir.DBPath()+" is there"
 	return c
 }
 
@@ -80,13 +81,13 @@ func (d *doctorRun) checkNodeKey() doctorCheck {
 	if !d.dirExists {
 		return skipped(c, "no data dir")
 	}
-	path := d.dir.keyPath()
+	path := d.dir.KeyPath()
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		d.keySkip = "node.key is missing"
-		lost := d.dir.refuseLostKey()
+		lost := d.dir.RefuseLostKey()
 		switch {
-		case errors.Is(lost, errDataDirInUse):
+		case errors.Is(lost, datadir.ErrInUse):
 			return problem(c, statusFail, path+" is missing, and a running node holds the data dir: the key it signs with is only in its memory now",
 				"restore node.key from a backup to "+shellQuote(path)+" before the node stops; it cannot start again without it")
 		case lost != nil:
@@ -103,7 +104,7 @@ func (d *doctorRun) checkNodeKey() doctorCheck {
 	// warning): the chain and the port are checked with it, and the line says
 	// what is wrong, the mode, not that the key cannot be read.
 	mode := secretModeProblem(c, path, fi)
-	key, err := loadNodeKey(path, d.quiet())
+	key, err := datadir.LoadNodeKey(path, d.quiet())
 	if err != nil {
 		d.keySkip = "node.key failed its check"
 		if mode != nil && mode.Status == statusFail {
@@ -131,7 +132,7 @@ func (d *doctorRun) checkControlToken() doctorCheck {
 	if !d.dirExists {
 		return skipped(c, "no data dir")
 	}
-	path := d.dir.tokenPath()
+	path := d.dir.TokenPath()
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return problem(c, statusFail, path+" is missing",
@@ -144,7 +145,7 @@ func (d *doctorRun) checkControlToken() doctorCheck {
 	if mode != nil && mode.Status == statusFail {
 		return *mode
 	}
-	tok, err := loadControlToken(path, d.quiet())
+	tok, err := datadir.LoadControlToken(path, d.quiet())
 	if err != nil {
 		return problem(c, statusFail, err.Error(),
 			"remove "+shellQuote(path)+" and restart the node, which creates a new owner token (clients of the old one need the new one)")
@@ -165,7 +166,7 @@ func (d *doctorRun) checkRegistryCredential() doctorCheck {
 	if !d.dirExists {
 		return skipped(c, "no data dir")
 	}
-	path := d.dir.registryCredentialPath()
+	path := d.dir.RegistryCredentialPath()
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		c.Status, c.Detail = statusOK, "none (optional): registry requests carry only the node's signature"
@@ -178,7 +179,7 @@ func (d *doctorRun) checkRegistryCredential() doctorCheck {
 	if mode != nil && mode.Status == statusFail {
 		return *mode
 	}
-	b, err := readSecretFile(path, d.quiet())
+	b, err := datadir.ReadSecret(path, d.quiet())
 	if err != nil {
 		return problem(c, statusFail, fmt.Sprintf("read %s: %v", path, err), "")
 	}
@@ -207,7 +208,7 @@ func (d *doctorRun) checkWallets() []doctorCheck {
 	if !d.dirExists {
 		return []doctorCheck{skipped(c, "no data dir")}
 	}
-	path := d.dir.walletsPath()
+	path := d.dir.WalletsPath()
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		c.Status, c.Detail = statusOK, "none (civnode wallet create makes payment accounts)"
@@ -224,7 +225,7 @@ func (d *doctorRun) checkWallets() []doctorCheck {
 		out = append(out, problem(c, statusFail, fmt.Sprintf("%s has mode %04o: group or others may list or change the payment keys", path, perm),
 			"chmod 700 "+shellQuote(path)))
 	}
-	ks := d.dir.keystore()
+	ks := keystore(d.dir)
 	refs, err := ks.Refs()
 	if err != nil {
 		return append(out, problem(c, statusFail, err.Error(), ""))

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/eventlog"
 )
@@ -89,7 +90,7 @@ func (d *doctorRun) checkPort(ctx context.Context) doctorCheck {
 	} else {
 		detail += `, and GET /v1/health answers {"status":"ok"}`
 	}
-	if tok, err := loadControlToken(d.dir.tokenPath(), d.quiet()); err == nil {
+	if tok, err := datadir.LoadControlToken(d.dir.TokenPath(), d.quiet()); err == nil {
 		ch.Token = tok
 		if status, body, err := nodeGet(ctx, ch, "/v1/state"); err == nil && status == http.StatusOK {
 			var st struct {

@@ -1,4 +1,4 @@
-package main
+package datadir
 
 import (
 	"crypto/ed25519"
@@ -9,28 +9,31 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+
+	"github.com/civnode/civnode/internal/atomicfile"
 )
 
-const pemPrivateKey = "PRIVATE KEY"
+// PEMType is the PEM block type of node.key: PKCS#8.
+const PEMType = "PRIVATE KEY"
 
-// serveNodeKey returns the node key of d for serve, creating one on first
+// ServeNodeKey returns the node key of d for serve, creating one on first
 // start. A missing key beside an existing chain is refused and nothing is
 // created: a new key cannot continue a chain that another key signed, and
 // making one would hide that the real key is lost.
-func (d dataDir) serveNodeKey(logger *slog.Logger) (ed25519.PrivateKey, error) {
-	key, err := loadNodeKey(d.keyPath(), logger)
+func (d Dir) ServeNodeKey(logger *slog.Logger) (ed25519.PrivateKey, error) {
+	key, err := LoadNodeKey(d.KeyPath(), logger)
 	if !errors.Is(err, fs.ErrNotExist) {
 		return key, err
 	}
-	if err := d.refuseLostKey(); err != nil {
+	if err := d.RefuseLostKey(); err != nil {
 		return nil, err
 	}
-	return loadOrCreateNodeKey(d.keyPath(), logger)
+	return LoadOrCreateNodeKey(d.KeyPath(), logger)
 }
 
-// loadOrCreateNodeKey returns the node key at path, creating one on first start.
-func loadOrCreateNodeKey(path string, logger *slog.Logger) (ed25519.PrivateKey, error) {
-	key, err := loadNodeKey(path, logger)
+// LoadOrCreateNodeKey returns the node key at path, creating one on first start.
+func LoadOrCreateNodeKey(path string, logger *slog.Logger) (ed25519.PrivateKey, error) {
+	key, err := LoadNodeKey(path, logger)
 	if !errors.Is(err, fs.ErrNotExist) {
 		return key, err
 	}
@@ -42,9 +45,9 @@ func loadOrCreateNodeKey(path string, logger *slog.Logger) (ed25519.PrivateKey, 
 	if err != nil {
 		return nil, fmt.Errorf("encode node key: %w", err)
 	}
-	err = writeSecretFile(path, pem.EncodeToMemory(&pem.Block{Type: pemPrivateKey, Bytes: der}))
+	err = atomicfile.Create(path, pem.EncodeToMemory(&pem.Block{Type: PEMType, Bytes: der}), secretMode)
 	if errors.Is(err, fs.ErrExist) {
-		return loadNodeKey(path, logger) // another first start won the race
+		return LoadNodeKey(path, logger) // another first start won the race
 	}
 	if err != nil {
 		return nil, fmt.Errorf("write node key: %w", err)
@@ -53,10 +56,10 @@ func loadOrCreateNodeKey(path string, logger *slog.Logger) (ed25519.PrivateKey, 
 	return key, nil
 }
 
-// loadNodeKey reads an Ed25519 private key in PKCS#8 PEM. A missing file is
+// LoadNodeKey reads an Ed25519 private key in PKCS#8 PEM. A missing file is
 // reported as fs.ErrNotExist.
-func loadNodeKey(path string, logger *slog.Logger) (ed25519.PrivateKey, error) {
-	b, err := readSecretFile(path, logger)
+func LoadNodeKey(path string, logger *slog.Logger) (ed25519.PrivateKey, error) {
+	b, err := ReadSecret(path, logger)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
@@ -64,8 +67,8 @@ func loadNodeKey(path string, logger *slog.Logger) (ed25519.PrivateKey, error) {
 		return nil, fmt.Errorf("read node key: %w", err)
 	}
 	block, _ := pem.Decode(b)
-	if block == nil || block.Type != pemPrivateKey {
-		return nil, fmt.Errorf("node key %s: want a PEM %q block", path, pemPrivateKey)
+	if block == nil || block.Type != PEMType {
+		return nil, fmt.Errorf("node key %s: want a PEM %q block", path, PEMType)
 	}
 	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
 	if err != nil {
