@@ -14,6 +14,7 @@ import (
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/core"
+	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/eventlog"
 	civhttp "github.com/civnode/civnode/http"
 	"github.com/civnode/civnode/stream"
@@ -266,11 +267,11 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	chain := node.Log
 	go func() {
 		defer close(recorded)
-		peers.record(recordCtx, chain)
+		peers.record(recordCtx, commands.NewPeers(chain))
 	}()
 	go func() {
 		defer close(checkpointsDone)
-		publishCheckpoints(recordCtx, chain, st, checkpointInterval, logger)
+		st.PublishCheckpoints(recordCtx, chain, stream.CheckpointInterval)
 	}()
 
 	ln, err := net.Listen("tcp", cfg.addr)
