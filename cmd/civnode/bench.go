@@ -23,6 +23,7 @@ import (
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/eventlog/events"
+	"github.com/civnode/civnode/internal/loglevel"
 )
 
 // benchConfig is the command line of bench.
@@ -158,7 +159,7 @@ type bench struct {
 
 func (m *Main) bench(ctx context.Context, cfg benchConfig, logger *slog.Logger) (err error) {
 	b := &bench{m: m, cfg: cfg, log: logger, res: newBenchResults(), body: benchMissionBody()}
-	b.quiet = slog.New(levelFloor{logger.Handler(), slog.LevelWarn})
+	b.quiet = slog.New(loglevel.Floor(logger.Handler(), slog.LevelWarn))
 	if b.cfg.binary == "" && b.cfg.node == "" {
 		if b.cfg.binary, err = os.Executable(); err != nil {
 			return fmt.Errorf("find the civnode binary (pass --binary): %w", err)
@@ -570,23 +571,4 @@ func benchCreatedPayload(worker int) events.MissionCreated {
 
 func round3(v float64) float64 {
 	return float64(int64(v*1000+0.5)) / 1000
-}
-
-// levelFloor passes on records at or above min only; it quiets components such
-// as Pebble that log their routine at info.
-type levelFloor struct {
-	slog.Handler
-	min slog.Level
-}
-
-func (h levelFloor) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.min && h.Handler.Enabled(ctx, l)
-}
-
-func (h levelFloor) WithAttrs(as []slog.Attr) slog.Handler {
-	return levelFloor{h.Handler.WithAttrs(as), h.min}
-}
-
-func (h levelFloor) WithGroup(name string) slog.Handler {
-	return levelFloor{h.Handler.WithGroup(name), h.min}
 }

@@ -15,10 +15,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/opsrate"
 )
 
 // The machine's own limits, measured by bench on an idle process before any
@@ -33,23 +33,9 @@ func edRates() (sign, verify float64) {
 	msg := bytes.Repeat([]byte("x"), 300)
 	sig := ed25519.Sign(key, msg)
 	pub := key.Public().(ed25519.PublicKey)
-	sign = medianRate(func() { ed25519.Sign(key, msg) })
-	verify = medianRate(func() { ed25519.Verify(pub, msg, sig) })
+	sign = opsrate.Median(func() { ed25519.Sign(key, msg) })
+	verify = opsrate.Median(func() { ed25519.Verify(pub, msg, sig) })
 	return sign, verify
-}
-
-func medianRate(op func()) float64 {
-	const bursts, n = 7, 500
-	rates := make([]float64, bursts)
-	for i := range rates {
-		start := time.Now()
-		for range n {
-			op()
-		}
-		rates[i] = n / time.Since(start).Seconds()
-	}
-	slices.Sort(rates)
-	return rates[bursts/2]
 }
 
 // syncWriteMillis is the median latency of one lone synced Pebble write in a
