@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ import (
 
 // The machine's own limits, measured by bench on an idle process before any
 // load, so that every figure of the node is read beside what this machine can
-// do at best in the same run (design.md, "Performance targets").
+// do at best in the same run (docs/benchmarks.md).
 
 // edRates is the single-core Ed25519 sign and verify rate over an event-sized
 // message (300 bytes), each the median of seven bursts so that one preempted
@@ -96,7 +96,7 @@ func httpLimit(ctx context.Context, conns int, d time.Duration, body []byte, sig
 		<-served
 	}()
 
-	t := &benchTarget{base: "http://" + ln.Addr().String()}
+	t := &target{base: "http://" + ln.Addr().String()}
 	c := newLoadClient(conns, 30*time.Second)
 	defer closeClient(c)
 	bufs := newBuffers(conns)
