@@ -13,7 +13,7 @@ import (
 
 // row is one figure of the report: its JSON key (also its name in the
 // table), the reference limit of the same run it is read against, the key of
-// the ratio figure/limit, and design.md's target in words.
+// the ratio figure/limit, and its target in words.
 type row struct {
 	section string // starts a section of the table when set; no figure
 	key     string
@@ -162,7 +162,7 @@ func jsonNumber(v float64) string {
 }
 
 // WriteTable prints each figure beside its limit of the same run, the ratio of
-// the two and design.md's target.
+// the two and the target.
 func (r *Results) WriteTable(w io.Writer) error {
 	cfg := r.cfg
 	r.ratios()

@@ -16,7 +16,7 @@ import (
 	"github.com/coder/websocket"
 )
 
-// The stream phase (design.md: commit → 100 WebSocket clients, p99 < 10 ms at
+// The stream phase (the target: commit → 100 WebSocket clients, p99 < 10 ms at
 // 1k events/s).
 const (
 	streamClients = 100
