@@ -23,8 +23,9 @@ var ownImports = map[string][]string{
 	"stream":      {"eventlog"},
 	"http":        {"commands", "projections", "eventlog", "stream"},
 	"cmd":         {"*"},
-	// internal holds standard-library-only helpers (one atomic file writer)
-	// that any package may use; it imports nothing of ours.
+	// internal holds standard-library-only helpers (the one atomic file
+	// writer, the slog level floor, the median ops rate) that any package may
+	// use; it imports nothing of ours.
 	"internal": {},
 	// docs/examples holds programs an observer copies: they may lean on
 	// nothing of ours.

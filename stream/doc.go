@@ -15,8 +15,9 @@
 //	civnode.<node>.exports        one ExportNotice JSON per sealed export
 //	civnode.<node>.checkpoints    the Merkle tree's signed checkpoint (a C2SP
 //	                              signed note, docs/transparency.md) each time the
-//	                              tree has grown, at most once a second;
-//	                              header Civnode-Tree-Size = its tree size
+//	                              tree has grown, at most once a second
+//	                              (PublishCheckpoints); header
+//	                              Civnode-Tree-Size = its tree size
 //
 // Event types are dot-separated tokens, so the type filter of eventlog
 // ("mission.*": every type that starts with "mission.", at any depth) is the

@@ -12,12 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/backup"
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/eventlog"
 )
-
-// backupSecrets are the data dir's files, beside the store, that a backup
-// carries: without the node key a restored chain cannot go on.
-var backupSecrets = []string{"node.key", "control.token", "registry.credential", "wallets"}
 
 func (m *Main) newBackupCommand(g *globals) *cobra.Command {
 	var cfg tokenConfig
@@ -50,13 +47,13 @@ Restore one with civnode restore (docs/operations.md).`,
 			return m.backup(cmd.Context(), cfg, args[0], logger)
 		},
 	}
-	cmd.Flags().StringVar(&cfg.dataDir, "data-dir", "", dataDirHelp)
+	cmd.Flags().StringVar(&cfg.dataDir, "data-dir", "", datadir.Help)
 	cmd.Flags().StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "address HOST:PORT of the node running on --data-dir, used when its control.sock cannot be reached")
 	return cmd
 }
 
 func (m *Main) backup(ctx context.Context, cfg tokenConfig, dest string, logger *slog.Logger) (err error) {
-	dir, err := m.resolveDataDir(cfg.dataDir)
+	dir, err := datadir.Resolve(cfg.dataDir, m.Getenv, m.HomeDir)
 	if err != nil {
 		return err
 	}
@@ -73,7 +70,7 @@ func (m *Main) backup(ctx context.Context, cfg tokenConfig, dest string, logger 
 		}
 	}()
 	progress, done := m.byteProgress("backup")
-	man, err := backup.Write(snap, string(dir), backupSecrets, dest, time.Now(), progress)
+	man, err := backup.Write(snap, string(dir), datadir.Secrets, dest, time.Now(), progress)
 	done()
 	if err != nil {
 		return fmt.Errorf("back up %s to %s: %w", dir, dest, err)
@@ -85,9 +82,9 @@ func (m *Main) backup(ctx context.Context, cfg tokenConfig, dest string, logger 
 
 // takeSnapshot has the node running on dir take a snapshot of its store, or
 // takes one itself when none runs.
-func (m *Main) takeSnapshot(ctx context.Context, dir dataDir, addr string, logger *slog.Logger) (backup.Snapshot, error) {
-	chain, err := dir.openChain(logger)
-	if errors.Is(err, errDataDirInUse) {
+func (m *Main) takeSnapshot(ctx context.Context, dir datadir.Dir, addr string, logger *slog.Logger) (backup.Snapshot, error) {
+	chain, err := openChain(dir, logger)
+	if errors.Is(err, datadir.ErrInUse) {
 		ch, err := openNodeChannel(ctx, dir, addr, logger)
 		if err != nil {
 			return backup.Snapshot{}, err
@@ -125,7 +122,7 @@ func (m *Main) takeSnapshot(ctx context.Context, dir dataDir, addr string, logge
 
 // snapshotStore takes a snapshot of chain's store inside dir and records it
 // in the audit log; the node's admin endpoint and an offline backup share it.
-func snapshotStore(ctx context.Context, chain *eventlog.Log, dir dataDir, now time.Time) (backup.Snapshot, error) {
+func snapshotStore(ctx context.Context, chain *eventlog.Log, dir datadir.Dir, now time.Time) (backup.Snapshot, error) {
 	snap, err := backup.TakeSnapshot(chain, string(dir), now)
 	if err != nil {
 		return backup.Snapshot{}, err

@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/core"
 )
 
@@ -46,14 +44,14 @@ import says how far behind the node's published checkpoint the bundle is.`,
 			return m.importBundle(cmd.Context(), args[0], keyFile, dataDirFlag, published, logger)
 		},
 	}
-	cmd.Flags().StringVar(&dataDirFlag, "data-dir", "", dataDirHelp)
+	cmd.Flags().StringVar(&dataDirFlag, "data-dir", "", datadir.Help)
 	cmd.Flags().StringVar(&keyFile, "key", "", "the node key (PKCS#8 PEM, a node.key) of the node that signed the bundle")
 	cmd.Flags().StringVar(&published, "published", "", publishedHelp)
 	return cmd
 }
 
 func (m *Main) importBundle(ctx context.Context, src, keyFile, flag, published string, logger *slog.Logger) (err error) {
-	key, err := loadNodeKey(keyFile, logger)
+	key, err := datadir.LoadNodeKey(keyFile, logger)
 	if err != nil {
 		return fmt.Errorf("--key: %w", err)
 	}
@@ -62,7 +60,7 @@ func (m *Main) importBundle(ctx context.Context, src, keyFile, flag, published s
 		return err
 	}
 	defer closeIn()
-	dir, err := m.resolveDataDir(flag)
+	dir, err := datadir.Resolve(flag, m.Getenv, m.HomeDir)
 	if err != nil {
 		return err
 	}
@@ -75,10 +73,10 @@ func (m *Main) importBundle(ctx context.Context, src, keyFile, flag, published s
 			err = errors.Join(err, undo())
 		}
 	}()
-	if err := writeNodeKey(dir.keyPath(), key); err != nil {
+	if err := datadir.WriteNodeKey(dir.KeyPath(), key); err != nil {
 		return err
 	}
-	node, err := openCore(ctx, dir, key, core.Config{Keys: dir.keystore()}, logger, logHooks{ingest: true})
+	node, err := openCore(ctx, dir, key, core.Config{Keys: keystore(dir)}, logger, logHooks{ingest: true})
 	if err != nil {
 		return err
 	}
@@ -112,16 +110,4 @@ func (m *Main) openBundle(src string) (io.Reader, int64, func(), error) {
 		size = fi.Size()
 	}
 	return f, size, func() { f.Close() }, nil
-}
-
-// writeNodeKey writes key to path as node.key is written: PKCS#8 PEM, mode 0600.
-func writeNodeKey(path string, key ed25519.PrivateKey) error {
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return fmt.Errorf("encode node key: %w", err)
-	}
-	if err := writeSecretFile(path, pem.EncodeToMemory(&pem.Block{Type: pemPrivateKey, Bytes: der})); err != nil {
-		return fmt.Errorf("write node key: %w", err)
-	}
-	return nil
 }

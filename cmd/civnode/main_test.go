@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/eventlog"
 )
 
@@ -317,7 +318,7 @@ func appendNotes(t *testing.T, dir string, from, n int) {
 // openTestLog opens a stopped node's event log; the caller closes it.
 func openTestLog(t *testing.T, dir string) *eventlog.Log {
 	t.Helper()
-	l, err := dataDir(dir).openChain(discardLogger())
+	l, err := openChain(datadir.Dir(dir), discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/backup"
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/eventlog"
 )
@@ -51,13 +52,13 @@ appends (docs/operations.md).`,
 			return m.restore(cmd.Context(), args[0], dataDirFlag, published, logger)
 		},
 	}
-	cmd.Flags().StringVar(&dataDirFlag, "data-dir", "", dataDirHelp)
+	cmd.Flags().StringVar(&dataDirFlag, "data-dir", "", datadir.Help)
 	cmd.Flags().StringVar(&published, "published", "", publishedHelp)
 	return cmd
 }
 
 func (m *Main) restore(ctx context.Context, src, flag, published string, logger *slog.Logger) (err error) {
-	dir, err := m.resolveDataDir(flag)
+	dir, err := datadir.Resolve(flag, m.Getenv, m.HomeDir)
 	if err != nil {
 		return err
 	}
@@ -76,7 +77,7 @@ func (m *Main) restore(ctx context.Context, src, flag, published string, logger 
 	if err != nil {
 		return fmt.Errorf("restore %s: %w", src, err)
 	}
-	node, err := dir.openCore(ctx, logger)
+	node, err := openExistingCore(ctx, dir, logger)
 	if err != nil {
 		return m.invalid(err)
 	}
@@ -125,7 +126,7 @@ func (m *Main) verifyRestored(ctx context.Context, node *core.Core) error {
 // newTarget refuses a data dir that holds anything and creates it (0700) when
 // missing. The function it returns removes what was put there since, for a
 // restore or import that failed: the directory itself if newTarget made it.
-func newTarget(dir dataDir) (func() error, error) {
+func newTarget(dir datadir.Dir) (func() error, error) {
 	ents, err := os.ReadDir(string(dir))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/eventlog"
 )
 
@@ -118,14 +119,14 @@ func (m *Main) verifyBundle(ctx context.Context, path string) error {
 // verifyDataDir verifies the whole local chain of a stopped node, and reads
 // the rest of its store for damage.
 func (m *Main) verifyDataDir(ctx context.Context, flag string, logger *slog.Logger) (err error) {
-	dir, err := m.resolveDataDir(flag)
+	dir, err := datadir.Resolve(flag, m.Getenv, m.HomeDir)
 	if err != nil {
 		return err
 	}
-	chain, err := dir.openChain(logger)
-	if errors.Is(err, errDataDirInUse) {
+	chain, err := openChain(dir, logger)
+	if errors.Is(err, datadir.ErrInUse) {
 		return fmt.Errorf("%w; verify an export instead: curl -sH \"Authorization: Bearer $(cat %s)\" http://HOST:PORT/v1/events/export | civnode verify -",
-			err, dir.tokenPath())
+			err, dir.TokenPath())
 	}
 	if err != nil {
 		return m.invalid(err)

@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"crypto/ed25519"
@@ -11,18 +11,19 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/eventlog"
 )
 
 // The file checks: the data dir and the secrets in it (cmd/civnode/doc.go
 // lists them). Secrets are read with a logger that discards, since their
-// modes are reported here and readSecretFile would warn on stderr as well.
+// modes are reported here and datadir.ReadSecret would warn on stderr as well.
 
-func (d *doctorRun) quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
+func (d *checker) quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-func (d *doctorRun) checkDataDir() doctorCheck {
-	c := doctorCheck{Name: "data_dir"}
+func (d *checker) checkDataDir() Check {
+	c := Check{Name: "data_dir"}
 	path := string(d.dir)
 	fi, err := os.Stat(path)
 	switch {
@@ -42,7 +43,7 @@ func (d *doctorRun) checkDataDir() doctorCheck {
 	switch {
 	case perm&0o022 != 0:
 		// control.sock is trusted because only the owner can put a file
-		// here (nodechannel.go); a dir others may write breaks that.
+		// here (the path is the proof); a dir others may write breaks that.
 		return problem(c, statusFail, fmt.Sprintf("%s has mode %04o: group or others may write in it, and could plant a control.sock or replace a key", path, perm),
 			"chmod 700 "+shellQuote(path))
 	case perm&0o077 != 0:
@@ -56,37 +57,37 @@ func (d *doctorRun) checkDataDir() doctorCheck {
 	return c
 }
 
-func (d *doctorRun) checkDB() doctorCheck {
-	c := doctorCheck{Name: "db"}
+func (d *checker) checkDB() Check {
+	c := Check{Name: "db"}
 	if !d.dirExists {
 		return skipped(c, "no data dir")
 	}
-	fi, err := os.Stat(d.dir.dbPath())
+	fi, err := os.Stat(d.dir.DBPath())
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return problem(c, statusFail, fmt.Sprintf("%s is missing: this dir holds no event log", d.dir.dbPath()),
+		return problem(c, statusFail, fmt.Sprintf("%s is missing: this dir holds no event log", d.dir.DBPath()),
 			"civnode serve --data-dir "+shellQuote(string(d.dir))+" creates one for a new node; for an existing node, restore db/ from a backup")
 	case err != nil:
-		return problem(c, statusFail, fmt.Sprintf("cannot inspect %s: %v", d.dir.dbPath(), err), "")
+		return problem(c, statusFail, fmt.Sprintf("cannot inspect %s: %v", d.dir.DBPath(), err), "")
 	case !fi.IsDir():
-		return problem(c, statusFail, fmt.Sprintf("%s is not a directory", d.dir.dbPath()), "restore db/ from a backup")
+		return problem(c, statusFail, fmt.Sprintf("%s is not a directory", d.dir.DBPath()), "restore db/ from a backup")
 	}
-	c.Status, c.Detail = statusOK, d.dir.dbPath()+" is there"
+	c.Status, c.Detail = statusOK, d.dir.DBPath()+" is there"
 	return c
 }
 
-func (d *doctorRun) checkNodeKey() doctorCheck {
-	c := doctorCheck{Name: "node_key"}
+func (d *checker) checkNodeKey() Check {
+	c := Check{Name: "node_key"}
 	if !d.dirExists {
 		return skipped(c, "no data dir")
 	}
-	path := d.dir.keyPath()
+	path := d.dir.KeyPath()
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		d.keySkip = "node.key is missing"
-		lost := d.dir.refuseLostKey()
+		lost := d.dir.RefuseLostKey()
 		switch {
-		case errors.Is(lost, errDataDirInUse):
+		case errors.Is(lost, datadir.ErrInUse):
 			return problem(c, statusFail, path+" is missing, and a running node holds the data dir: the key it signs with is only in its memory now",
 				"restore node.key from a backup to "+shellQuote(path)+" before the node stops; it cannot start again without it")
 		case lost != nil:
@@ -103,7 +104,7 @@ func (d *doctorRun) checkNodeKey() doctorCheck {
 	// warning): the chain and the port are checked with it, and the line says
 	// what is wrong, the mode, not that the key cannot be read.
 	mode := secretModeProblem(c, path, fi)
-	key, err := loadNodeKey(path, d.quiet())
+	key, err := datadir.LoadNodeKey(path, d.quiet())
 	if err != nil {
 		d.keySkip = "node.key failed its check"
 		if mode != nil && mode.Status == statusFail {
@@ -126,12 +127,12 @@ func (d *doctorRun) checkNodeKey() doctorCheck {
 // bytes in hex.
 var generatedToken = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-func (d *doctorRun) checkControlToken() doctorCheck {
-	c := doctorCheck{Name: "control_token"}
+func (d *checker) checkControlToken() Check {
+	c := Check{Name: "control_token"}
 	if !d.dirExists {
 		return skipped(c, "no data dir")
 	}
-	path := d.dir.tokenPath()
+	path := d.dir.TokenPath()
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return problem(c, statusFail, path+" is missing",
@@ -144,7 +145,7 @@ func (d *doctorRun) checkControlToken() doctorCheck {
 	if mode != nil && mode.Status == statusFail {
 		return *mode
 	}
-	tok, err := loadControlToken(path, d.quiet())
+	tok, err := datadir.LoadControlToken(path, d.quiet())
 	if err != nil {
 		return problem(c, statusFail, err.Error(),
 			"remove "+shellQuote(path)+" and restart the node, which creates a new owner token (clients of the old one need the new one)")
@@ -160,12 +161,12 @@ func (d *doctorRun) checkControlToken() doctorCheck {
 	return c
 }
 
-func (d *doctorRun) checkRegistryCredential() doctorCheck {
-	c := doctorCheck{Name: "registry_credential"}
+func (d *checker) checkRegistryCredential() Check {
+	c := Check{Name: "registry_credential"}
 	if !d.dirExists {
 		return skipped(c, "no data dir")
 	}
-	path := d.dir.registryCredentialPath()
+	path := d.dir.RegistryCredentialPath()
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		c.Status, c.Detail = statusOK, "none (optional): registry requests carry only the node's signature"
@@ -178,14 +179,14 @@ func (d *doctorRun) checkRegistryCredential() doctorCheck {
 	if mode != nil && mode.Status == statusFail {
 		return *mode
 	}
-	b, err := readSecretFile(path, d.quiet())
+	b, err := datadir.ReadSecret(path, d.quiet())
 	if err != nil {
 		return problem(c, statusFail, fmt.Sprintf("read %s: %v", path, err), "")
 	}
 	cred := strings.TrimSpace(string(b))
 	// The client refuses a credential that cannot travel in a header, and
 	// so would serve; its message quotes nothing of the credential.
-	if _, err := servicenet.New(servicenet.Config{BaseURL: DefaultRegistryURL, Credential: cred, Sign: func([]byte) []byte { return nil }}); err != nil {
+	if _, err := servicenet.New(servicenet.Config{BaseURL: d.registryURL, Credential: cred, Sign: func([]byte) []byte { return nil }}); err != nil {
 		return problem(c, statusFail, fmt.Sprintf("%s: %v", path, err), "put the credential the registry gave you in "+shellQuote(path)+", on one line")
 	}
 	d.credential = cred
@@ -202,36 +203,36 @@ func (d *doctorRun) checkRegistryCredential() doctorCheck {
 
 // checkWallets checks the payment accounts' keys: one ok line when all are
 // sound, else a line per problem.
-func (d *doctorRun) checkWallets() []doctorCheck {
-	c := doctorCheck{Name: "wallets"}
+func (d *checker) checkWallets() []Check {
+	c := Check{Name: "wallets"}
 	if !d.dirExists {
-		return []doctorCheck{skipped(c, "no data dir")}
+		return []Check{skipped(c, "no data dir")}
 	}
-	path := d.dir.walletsPath()
+	path := d.dir.WalletsPath()
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		c.Status, c.Detail = statusOK, "none (civnode wallet create makes payment accounts)"
-		return []doctorCheck{c}
+		return []Check{c}
 	}
 	if err != nil {
-		return []doctorCheck{problem(c, statusFail, fmt.Sprintf("cannot inspect %s: %v", path, err), "")}
+		return []Check{problem(c, statusFail, fmt.Sprintf("cannot inspect %s: %v", path, err), "")}
 	}
 	if !fi.IsDir() {
-		return []doctorCheck{problem(c, statusFail, path+" is not a directory", "move it away; civnode wallet create makes the directory")}
+		return []Check{problem(c, statusFail, path+" is not a directory", "move it away; civnode wallet create makes the directory")}
 	}
-	var out []doctorCheck
+	var out []Check
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
 		out = append(out, problem(c, statusFail, fmt.Sprintf("%s has mode %04o: group or others may list or change the payment keys", path, perm),
 			"chmod 700 "+shellQuote(path)))
 	}
-	ks := d.dir.keystore()
+	ks := servicenet.NewKeystore(path)
 	refs, err := ks.Refs()
 	if err != nil {
 		return append(out, problem(c, statusFail, err.Error(), ""))
 	}
 	for _, ref := range refs {
 		kp := filepath.Join(path, ref+".key")
-		kc := doctorCheck{Name: "wallets"}
+		kc := Check{Name: "wallets"}
 		kfi, err := os.Stat(kp)
 		if err != nil {
 			out = append(out, problem(kc, statusFail, fmt.Sprintf("cannot inspect %s: %v", kp, err), ""))
@@ -259,14 +260,14 @@ func (d *doctorRun) checkWallets() []doctorCheck {
 	if len(refs) > 0 {
 		c.Detail += " (" + strings.Join(refs, ", ") + ")"
 	}
-	return []doctorCheck{c}
+	return []Check{c}
 }
 
 // secretModeProblem judges a secret file's type, owner and mode: group or
 // others having any access, or another owner, is a failure (the secret may
 // already be exposed); an owner-only mode other than the 0600 the node writes
 // is a warning. It is nil for a regular 0600 file of the current user.
-func secretModeProblem(c doctorCheck, path string, fi fs.FileInfo) *doctorCheck {
+func secretModeProblem(c Check, path string, fi fs.FileInfo) *Check {
 	if !fi.Mode().IsRegular() {
 		p := problem(c, statusFail, path+" is not a regular file", "restore it from a backup")
 		return &p
@@ -275,7 +276,7 @@ func secretModeProblem(c doctorCheck, path string, fi fs.FileInfo) *doctorCheck 
 		return p
 	}
 	perm := fi.Mode().Perm()
-	var p doctorCheck
+	var p Check
 	switch {
 	case perm&0o077 != 0:
 		p = problem(c, statusFail, fmt.Sprintf("%s has mode %04o: %s", path, perm, looseAccess(perm)), "chmod 600 "+shellQuote(path))
@@ -305,7 +306,7 @@ func looseAccess(perm fs.FileMode) string {
 // ownerProblem is a failure for a file the current user does not own: the
 // node, run by this user, may not be able to use it, and its owner can
 // change it.
-func ownerProblem(c doctorCheck, path string, fi fs.FileInfo) *doctorCheck {
+func ownerProblem(c Check, path string, fi fs.FileInfo) *Check {
 	uid, ok := fileOwner(fi)
 	if !ok || uid == os.Getuid() {
 		return nil
@@ -315,12 +316,12 @@ func ownerProblem(c doctorCheck, path string, fi fs.FileInfo) *doctorCheck {
 	return &p
 }
 
-func problem(c doctorCheck, status, detail, fix string) doctorCheck {
+func problem(c Check, status, detail, fix string) Check {
 	c.Status, c.Detail, c.Fix = status, detail, fix
 	return c
 }
 
-func skipped(c doctorCheck, why string) doctorCheck {
+func skipped(c Check, why string) Check {
 	c.Status, c.Detail = statusSkip, "not checked: "+why
 	return c
 }
@@ -335,8 +336,8 @@ const (
 
 // checkDisk reports the free space of the file system that holds the data
 // dir, or would hold it.
-func (d *doctorRun) checkDisk() doctorCheck {
-	c := doctorCheck{Name: "disk"}
+func (d *checker) checkDisk() Check {
+	c := Check{Name: "disk"}
 	path := string(d.dir)
 	if !d.dirExists {
 		path = filepath.Dir(path)

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -11,10 +11,10 @@ import (
 	"unicode/utf8"
 )
 
-// benchRow is one figure of the report: its JSON key (also its name in the
+// row is one figure of the report: its JSON key (also its name in the
 // table), the reference limit of the same run it is read against, the key of
-// the ratio figure/limit, and design.md's target in words.
-type benchRow struct {
+// the ratio figure/limit, and its target in words.
+type row struct {
 	section string // starts a section of the table when set; no figure
 	key     string
 	unit    string
@@ -25,10 +25,10 @@ type benchRow struct {
 	hostile bool // measured only with --hostile
 }
 
-// benchContext are figures that describe the run rather than measure the node.
-var benchContext = []string{"cpus", "chain_events", "fill_per_s"}
+// contextKeys are figures that describe the run rather than measure the node.
+var contextKeys = []string{"cpus", "chain_events", "fill_per_s"}
 
-var benchBaseRows = []benchRow{
+var baseRows = []row{
 	{section: "reference limits, measured idle before any load"},
 	{key: "sign_per_s", unit: "/s"},
 	{key: "verify_per_s", unit: "/s"},
@@ -62,13 +62,13 @@ var benchBaseRows = []benchRow{
 	{key: "stream_node_cpu_us_per_event", unit: "µs", managed: true},
 }
 
-// benchRows are the rows of the report, in order.
-var benchRows = slices.Concat(benchBaseRows, hostileRows())
+// rows are the rows of the report, in order.
+var rows = slices.Concat(baseRows, hostileRows())
 
 // hostileRows are the hostile phase's: what it filled and the allowance, then a
 // section for each of hostileLevels.
-func hostileRows() []benchRow {
-	rows := []benchRow{
+func hostileRows() []row {
+	rows := []row{
 		{section: fmt.Sprintf("hostile: %d completed missions of ~1 MiB, full pages of them", hostileMissions), hostile: true},
 		{key: "hostile_completed_mb", unit: "MB", hostile: true},
 		{key: "hostile_rss_allowance_mb", unit: "MB", target: "block cache + response budget", hostile: true},
@@ -78,53 +78,55 @@ func hostileRows() []benchRow {
 	for _, n := range hostileLevels {
 		key := func(f string) string { return hostileKey(n, f) }
 		rows = append(rows,
-			benchRow{section: fmt.Sprintf("hostile: %d readers of full pages, %d clients that never read, health polled", n, hostileStalled), hostile: true},
-			benchRow{key: key("rss_rise_mb"), unit: "MB", limit: "hostile_rss_allowance_mb", ratio: key("rss_rise_x_allowance"),
+			row{section: fmt.Sprintf("hostile: %d readers of full pages, %d clients that never read, health polled", n, hostileStalled), hostile: true},
+			row{key: key("rss_rise_mb"), unit: "MB", limit: "hostile_rss_allowance_mb", ratio: key("rss_rise_x_allowance"),
 				target: "≤ block cache + response budget", hostile: true, managed: true},
-			benchRow{key: key("rss_peak_mb"), unit: "MB", hostile: true, managed: true},
-			benchRow{key: key("health_p99_ms"), unit: "ms", target: "< 50 ms", hostile: true},
-			benchRow{key: key("health_max_ms"), unit: "ms", hostile: true},
-			benchRow{key: key("health_failures"), unit: "", target: "0", hostile: true},
-			benchRow{key: key("pages_per_s"), unit: "/s", hostile: true},
-			benchRow{key: key("read_mb_per_s"), unit: "MB/s", hostile: true},
-			benchRow{key: key("busy"), unit: "", hostile: true},
-			benchRow{key: key("read_errors"), unit: "", target: "0", hostile: true},
+			row{key: key("rss_peak_mb"), unit: "MB", hostile: true, managed: true},
+			row{key: key("health_p99_ms"), unit: "ms", target: "< 50 ms", hostile: true},
+			row{key: key("health_max_ms"), unit: "ms", hostile: true},
+			row{key: key("health_failures"), unit: "", target: "0", hostile: true},
+			row{key: key("pages_per_s"), unit: "/s", hostile: true},
+			row{key: key("read_mb_per_s"), unit: "MB/s", hostile: true},
+			row{key: key("busy"), unit: "", hostile: true},
+			row{key: key("read_errors"), unit: "", target: "0", hostile: true},
 		)
 	}
 	return rows
 }
 
-// benchResults holds the figures of a run by key.
-type benchResults struct {
+// Results holds the figures of a run by key, and the run's Config, which the
+// table's heading states.
+type Results struct {
+	cfg  Config
 	vals map[string]float64
 }
 
-func newBenchResults() *benchResults { return &benchResults{vals: map[string]float64{}} }
+func newResults(cfg Config) *Results { return &Results{cfg: cfg, vals: map[string]float64{}} }
 
-func (r *benchResults) set(key string, v float64) { r.vals[key] = v }
+func (r *Results) set(key string, v float64) { r.vals[key] = v }
 
-func (r *benchResults) get(key string) float64 { return r.vals[key] }
+func (r *Results) get(key string) float64 { return r.vals[key] }
 
-func (r *benchResults) has(key string) bool {
+func (r *Results) has(key string) bool {
 	_, ok := r.vals[key]
 	return ok
 }
 
 // ratios adds every ratio whose figure and limit were both measured.
-func (r *benchResults) ratios() {
-	for _, row := range benchRows {
+func (r *Results) ratios() {
+	for _, row := range rows {
 		if row.ratio != "" && r.has(row.key) && r.get(row.limit) > 0 {
 			r.set(row.ratio, r.get(row.key)/r.get(row.limit))
 		}
 	}
 }
 
-// writeJSON prints one object holding every measured figure, in report order.
-func (r *benchResults) writeJSON(w io.Writer) error {
+// WriteJSON prints one object holding every measured figure, in report order.
+func (r *Results) WriteJSON(w io.Writer) error {
 	r.ratios()
 	var keys []string
-	keys = append(keys, benchContext...)
-	for _, row := range benchRows {
+	keys = append(keys, contextKeys...)
+	for _, row := range rows {
 		if row.key != "" {
 			keys = append(keys, row.key)
 		}
@@ -159,22 +161,23 @@ func jsonNumber(v float64) string {
 	return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64)
 }
 
-// writeTable prints each figure beside its limit of the same run, the ratio of
-// the two and design.md's target.
-func (r *benchResults) writeTable(w io.Writer, cfg benchConfig) error {
+// WriteTable prints each figure beside its limit of the same run, the ratio of
+// the two and the target.
+func (r *Results) WriteTable(w io.Writer) error {
+	cfg := r.cfg
 	r.ratios()
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "civnode bench: %d CPUs, chain of %s events", int(r.get("cpus")), human(r.get("chain_events")))
 	if r.has("fill_per_s") {
-		fmt.Fprintf(&b, " (filled with %s missions at %s/s)", human(float64(cfg.events)), human(r.get("fill_per_s")))
+		fmt.Fprintf(&b, " (filled with %s missions at %s/s)", human(float64(cfg.Events)), human(r.get("fill_per_s")))
 	}
-	fmt.Fprintf(&b, ", %v a phase\n", cfg.duration)
-	if cfg.node != "" {
-		fmt.Fprintf(&b, "node %s: restart, RSS and verify are measured only on a node bench starts\n", cfg.node)
+	fmt.Fprintf(&b, ", %v a phase\n", cfg.Duration)
+	if cfg.Node != "" {
+		fmt.Fprintf(&b, "node %s: restart, RSS and verify are measured only on a node bench starts\n", cfg.Node)
 	}
 	var t textTable
-	for _, br := range benchRows {
-		if br.hostile && !cfg.hostile {
+	for _, br := range rows {
+		if br.hostile && !cfg.Hostile {
 			continue
 		}
 		if br.section != "" {
@@ -189,7 +192,7 @@ func (r *benchResults) writeTable(w io.Writer, cfg benchConfig) error {
 		case r.has(br.key):
 			value, unit = human(r.get(br.key)), br.unit
 		}
-		if !r.has(br.key) && br.managed && cfg.node != "" {
+		if !r.has(br.key) && br.managed && cfg.Node != "" {
 			value = "—"
 		}
 		limit, ratio := "", ""

@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"context"
@@ -6,24 +6,24 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"path/filepath"
 	"syscall"
 	"time"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/eventlog"
 )
 
 // checkPort says whether serve could listen on --addr, and when something
 // already does, whether it is this data dir's node. That is decided by the
-// node proof (nodechannel.go): the process at --addr must sign a fresh nonce
+// node proof: the process at --addr must sign a fresh nonce
 // with node.key. Only then is it sent the owner token, for GET /v1/state; a
 // process that merely answers like a node never is.
-func (d *doctorRun) checkPort(ctx context.Context) doctorCheck {
-	c := doctorCheck{Name: "port"}
+func (d *checker) checkPort(ctx context.Context) Check {
+	c := Check{Name: "port"}
 	host, port, err := net.SplitHostPort(d.addr)
 	if err != nil {
 		return problem(c, statusFail, fmt.Sprintf("--addr %s: %v", d.addr, err), "")
@@ -55,43 +55,38 @@ func (d *doctorRun) checkPort(ctx context.Context) doctorCheck {
 	if d.key == nil {
 		return problem(c, statusFail, d.addr+" is in use, and without node.key doctor cannot tell whether by this data dir's node", taken)
 	}
-	ctx, cancel := context.WithTimeout(ctx, doctorNetTimeout)
+	ctx, cancel := context.WithTimeout(ctx, netTimeout)
 	defer cancel()
 	pub := d.key.Public().(ed25519.PublicKey)
 	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", d.addr)
 	if err != nil {
 		return problem(c, statusFail, fmt.Sprintf("%s is in use, but a connection to it fails: %v", d.addr, err), taken)
 	}
-	if err := proveNode(ctx, conn, d.addr, pub); err != nil {
+	// The token is sent only once the process has proved it is this node,
+	// and only with GET /v1/state.
+	tok, tokErr := datadir.LoadControlToken(d.dir.TokenPath(), d.quiet())
+	ch, err := d.opts.Prove(ctx, conn, d.addr, pub, tok)
+	if err != nil {
 		conn.Close()
 		return problem(c, statusFail, fmt.Sprintf("%s is held by a process that is not this data dir's node (asked to prove that it holds node.key, %v); it was sent no token", d.addr, err), taken)
 	}
-	fail := func(context.Context) (net.Conn, error) { return nil, errors.New("one proven connection is enough") }
-	ch := newNodeChannel("http://"+d.addr, "", d.addr, conn, fail)
 	defer ch.Close()
 	detail := d.addr + " is served by this node: it proved it holds node.key"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ch.Base+"/v1/health", nil)
-	if err != nil {
-		return problem(c, statusFail, fmt.Sprintf("request /v1/health: %v", err), "")
-	}
-	resp, err := ch.Client.Do(req)
+	status, body, err := ch.Get(ctx, "/v1/health", false)
 	if err != nil {
 		return problem(c, statusFail, fmt.Sprintf("%s, but GET /v1/health fails: %v", detail, err), "look for the cause in the node's log")
 	}
 	var health struct {
 		Status string `json:"status"`
 	}
-	err = json.NewDecoder(io.LimitReader(resp.Body, 4<<10)).Decode(&health)
-	resp.Body.Close()
-	if err != nil || health.Status != "ok" {
+	if err := json.Unmarshal(body, &health); err != nil || health.Status != "ok" {
 		// The node check says why; the port is this node's all the same.
-		detail += fmt.Sprintf(", and GET /v1/health answers %d", resp.StatusCode)
+		detail += fmt.Sprintf(", and GET /v1/health answers %d", status)
 	} else {
 		detail += `, and GET /v1/health answers {"status":"ok"}`
 	}
-	if tok, err := loadControlToken(d.dir.tokenPath(), d.quiet()); err == nil {
-		ch.Token = tok
-		if status, body, err := nodeGet(ctx, ch, "/v1/state"); err == nil && status == http.StatusOK {
+	if tokErr == nil {
+		if status, body, err := ch.Get(ctx, "/v1/state", true); err == nil && status == http.StatusOK {
 			var st struct {
 				Identity struct {
 					NodeDID string `json:"node_did"`
@@ -111,15 +106,15 @@ func (d *doctorRun) checkPort(ctx context.Context) doctorCheck {
 
 // checkRegistry asks the registry for its agent list as the node does: signed
 // with node.key and with registry.credential, one attempt, within
-// doctorNetTimeout. Without node.key it makes an unsigned GET, which says
+// netTimeout. Without node.key it makes an unsigned GET, which says
 // whether the registry answers at all. Every problem here is a warning: the
 // node starts and serves everything else without the registry; only the
 // registry routes (/v1/core/servicenet/…) answer 502 until it is back.
-func (d *doctorRun) checkRegistry(ctx context.Context) doctorCheck {
-	c := doctorCheck{Name: "registry"}
+func (d *checker) checkRegistry(ctx context.Context) Check {
+	c := Check{Name: "registry"}
 	// A little longer than the client's own bound, so that its message, which
 	// says what failed, is the one reported.
-	ctx, cancel := context.WithTimeout(ctx, doctorNetTimeout+time.Second)
+	ctx, cancel := context.WithTimeout(ctx, netTimeout+time.Second)
 	defer cancel()
 	if d.key == nil {
 		return d.checkRegistryUnsigned(ctx)
@@ -130,8 +125,8 @@ func (d *doctorRun) checkRegistry(ctx context.Context) doctorCheck {
 		Credential:     d.credential,
 		NodeDID:        eventlog.DIDKey(key.Public().(ed25519.PublicKey)),
 		Sign:           func(msg []byte) []byte { return ed25519.Sign(key, msg) },
-		ConnectTimeout: doctorNetTimeout,
-		ReadTimeout:    doctorNetTimeout,
+		ConnectTimeout: netTimeout,
+		ReadTimeout:    netTimeout,
 		Retries:        -1,
 		CardTTL:        -1,
 		Logger:         d.quiet(),
@@ -165,12 +160,12 @@ func (d *doctorRun) checkRegistry(ctx context.Context) doctorCheck {
 
 // checkRegistryUnsigned is checkRegistry for a data dir without a node key:
 // any HTTP answer shows the registry can be reached.
-func (d *doctorRun) checkRegistryUnsigned(ctx context.Context) doctorCheck {
-	c := doctorCheck{Name: "registry"}
+func (d *checker) checkRegistryUnsigned(ctx context.Context) Check {
+	c := Check{Name: "registry"}
 	client := &http.Client{
 		Transport:     &http.Transport{Proxy: http.ProxyFromEnvironment},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		Timeout:       doctorNetTimeout,
+		Timeout:       netTimeout,
 	}
 	defer client.CloseIdleConnections()
 	// New has checked the URL; it has no trailing slash there.

@@ -1,4 +1,4 @@
-package main
+package datadir
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ func TestNodeKeyCreatedOnceAndReused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "node.key")
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
-	k1, err := loadOrCreateNodeKey(path, logger)
+	k1, err := LoadOrCreateNodeKey(path, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestNodeKeyCreatedOnceAndReused(t *testing.T) {
 	if !bytes.HasPrefix(pemBytes, []byte("-----BEGIN PRIVATE KEY-----\n")) {
 		t.Errorf("node.key does not start with a PKCS#8 PEM header: %.30q", pemBytes)
 	}
-	k2, err := loadOrCreateNodeKey(path, logger)
+	k2, err := LoadOrCreateNodeKey(path, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestSecretFilesConcurrentFirstStart(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tokens[i], errs[i] = loadOrCreateControlToken(filepath.Join(dir, "control.token"), discardLogger())
+			tokens[i], errs[i] = LoadOrCreateControlToken(filepath.Join(dir, "control.token"), discardLogger())
 		}()
 	}
 	wg.Wait()
@@ -71,11 +71,11 @@ func TestSecretFilesConcurrentFirstStart(t *testing.T) {
 func TestLooseSecretModeWarns(t *testing.T) {
 	dir := t.TempDir()
 	keyPath, tokPath := filepath.Join(dir, "node.key"), filepath.Join(dir, "control.token")
-	key, err := loadOrCreateNodeKey(keyPath, discardLogger())
+	key, err := LoadOrCreateNodeKey(keyPath, discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := loadOrCreateControlToken(tokPath, discardLogger())
+	tok, err := LoadOrCreateControlToken(tokPath, discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,11 +86,11 @@ func TestLooseSecretModeWarns(t *testing.T) {
 	}
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
-	key2, err := loadNodeKey(keyPath, logger)
+	key2, err := LoadNodeKey(keyPath, logger)
 	if err != nil || !key.Equal(key2) {
 		t.Fatalf("loose key not loaded: %v", err)
 	}
-	tok2, err := loadControlToken(tokPath, logger)
+	tok2, err := LoadControlToken(tokPath, logger)
 	if err != nil || tok2 != tok {
 		t.Fatalf("loose token not loaded: %v", err)
 	}
@@ -116,15 +116,15 @@ func TestBadSecretFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := loadOrCreateNodeKey(filepath.Join(dir, "node.key"), discardLogger()); err == nil || !strings.Contains(err.Error(), "want a PEM") {
+	if _, err := LoadOrCreateNodeKey(filepath.Join(dir, "node.key"), discardLogger()); err == nil || !strings.Contains(err.Error(), "want a PEM") {
 		t.Errorf("bad key: err %v", err)
 	}
-	if _, err := loadOrCreateControlToken(filepath.Join(dir, "control.token"), discardLogger()); err == nil || !strings.Contains(err.Error(), "want one non-empty line") {
+	if _, err := LoadOrCreateControlToken(filepath.Join(dir, "control.token"), discardLogger()); err == nil || !strings.Contains(err.Error(), "want one non-empty line") {
 		t.Errorf("bad token: err %v", err)
 	}
 }
 
-func TestResolveDataDir(t *testing.T) {
+func TestResolve(t *testing.T) {
 	home := t.TempDir()
 	tests := []struct{ flag, env, want string }{
 		{flag: "/srv/a", env: "/srv/b", want: "/srv/a"},
@@ -132,18 +132,26 @@ func TestResolveDataDir(t *testing.T) {
 		{want: filepath.Join(home, ".civnode")},
 	}
 	for _, tt := range tests {
-		m := &Main{
-			Getenv: func(k string) string {
-				if k == "CIVNODE_DATA_DIR" {
-					return tt.env
-				}
-				return ""
-			},
-			HomeDir: func() (string, error) { return home, nil },
+		getenv := func(k string) string {
+			if k == "CIVNODE_DATA_DIR" {
+				return tt.env
+			}
+			return ""
 		}
-		got, err := m.resolveDataDir(tt.flag)
+		got, err := Resolve(tt.flag, getenv, func() (string, error) { return home, nil })
 		if err != nil || string(got) != tt.want {
 			t.Errorf("flag %q env %q: got %q, %v; want %q", tt.flag, tt.env, got, err, tt.want)
 		}
 	}
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func fileMode(t *testing.T, path string) os.FileMode {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Mode().Perm()
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -106,8 +106,8 @@ func newLoadClient(conns int, timeout time.Duration) *http.Client {
 
 func closeClient(c *http.Client) { c.CloseIdleConnections() }
 
-// benchTarget is the node under load: its base URL and the owner token.
-type benchTarget struct {
+// target is the node under load: its base URL and the owner token.
+type target struct {
 	base  string // http://127.0.0.1:PORT
 	token string
 }
@@ -117,7 +117,7 @@ const bodyLimit = 64 << 20
 
 // do sends one request with the owner token and reads the answer into buf (reset
 // first). It returns an error for any status but want.
-func (t *benchTarget) do(ctx context.Context, c *http.Client, method, path string, body []byte, want int, buf *bytes.Buffer) error {
+func (t *target) do(ctx context.Context, c *http.Client, method, path string, body []byte, want int, buf *bytes.Buffer) error {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -148,7 +148,7 @@ func (t *benchTarget) do(ctx context.Context, c *http.Client, method, path strin
 }
 
 // call is do for one-off requests, decoding a 200 answer into out (if not nil).
-func (t *benchTarget) call(ctx context.Context, c *http.Client, method, path string, in, out any) error {
+func (t *target) call(ctx context.Context, c *http.Client, method, path string, in, out any) error {
 	var body []byte
 	if in != nil {
 		var err error

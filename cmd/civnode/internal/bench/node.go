@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -26,12 +26,12 @@ const (
 	verifyTimeout    = 30 * time.Minute
 )
 
-var benchListening = regexp.MustCompile(`^civnode listening on (http://127\.0\.0\.1:[0-9]+)$`)
+var listening = regexp.MustCompile(`^civnode listening on (http://127\.0\.0\.1:[0-9]+)$`)
 
-// benchNode is a civnode serve subprocess on a data dir, started from the binary
+// node is a civnode serve subprocess on a data dir, started from the binary
 // under test so that the figures are those of the real process, with its own
 // heap and cores to contend for.
-type benchNode struct {
+type node struct {
 	cmd    *exec.Cmd
 	dir    string
 	url    string
@@ -42,10 +42,10 @@ type benchNode struct {
 	err    error // of Wait, once exited is closed
 }
 
-// startBenchNode starts serve on dir and an ephemeral loopback port, and returns
+// startNode starts serve on dir and an ephemeral loopback port, and returns
 // once GET /v1/health answers 200.
-func startBenchNode(ctx context.Context, binary, dir string) (*benchNode, error) {
-	n := &benchNode{dir: dir, stderr: &tailBuffer{max: 16 << 10}, exited: make(chan struct{})}
+func startNode(ctx context.Context, binary, dir string) (*node, error) {
+	n := &node{dir: dir, stderr: &tailBuffer{max: 16 << 10}, exited: make(chan struct{})}
 	lw := &listenWriter{found: make(chan string, 1)}
 	// --log-level warn: the node logs every request at debug and its start and
 	// stop at info, which would only fill the tail kept for error messages.
@@ -60,7 +60,7 @@ func startBenchNode(ctx context.Context, binary, dir string) (*benchNode, error)
 		n.err = n.cmd.Wait()
 		close(n.exited)
 	}()
-	fail := func(err error) (*benchNode, error) {
+	fail := func(err error) (*node, error) {
 		n.kill()
 		return nil, fmt.Errorf("%w\nnode stderr:\n%s", err, n.stderr)
 	}
@@ -113,16 +113,16 @@ func healthy(ctx context.Context, c *http.Client, base string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-func (n *benchNode) target() *benchTarget { return &benchTarget{base: n.url, token: n.token} }
+func (n *node) target() *target { return &target{base: n.url, token: n.token} }
 
-func (n *benchNode) pid() int { return n.cmd.Process.Pid }
+func (n *node) pid() int { return n.cmd.Process.Pid }
 
 // stop sends SIGTERM, as an operator would, and requires a clean exit.
-func (n *benchNode) stop() error { return n.shutdown(nodeStopTimeout) }
+func (n *node) stop() error { return n.shutdown(nodeStopTimeout) }
 
 // shutdown sends SIGTERM and waits up to grace for the process to exit, then
 // kills it.
-func (n *benchNode) shutdown(grace time.Duration) error {
+func (n *node) shutdown(grace time.Duration) error {
 	if err := n.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("signal node: %w", err)
 	}
@@ -139,7 +139,7 @@ func (n *benchNode) shutdown(grace time.Duration) error {
 }
 
 // kill ends the process at once and waits for it; for error paths only.
-func (n *benchNode) kill() {
+func (n *node) kill() {
 	select {
 	case <-n.exited:
 		return
@@ -154,7 +154,7 @@ func (n *benchNode) kill() {
 
 // memory reads the node's resident set (VmRSS) and its peak (VmHWM) in MB
 // (10^6 bytes) from /proc, so it works on Linux only.
-func (n *benchNode) memory() (rss, hwm float64, err error) {
+func (n *node) memory() (rss, hwm float64, err error) {
 	return procMemory(n.pid())
 }
 
@@ -192,13 +192,13 @@ func procMemory(pid int) (rss, hwm float64, err error) {
 // resetPeak makes VmHWM start again from the current RSS (Linux clear_refs 5),
 // so that a later peak belongs to the phase that follows. It reports whether it
 // could.
-func (n *benchNode) resetPeak() bool {
+func (n *node) resetPeak() bool {
 	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", n.pid()), []byte("5"), 0) == nil
 }
 
 // watchRSS samples the node's VmRSS every interval until stop is called, which
 // returns the largest sample in MB.
-func (n *benchNode) watchRSS(interval time.Duration) (stop func() float64) {
+func (n *node) watchRSS(interval time.Duration) (stop func() float64) {
 	var mu sync.Mutex
 	var peak float64
 	sample := func() {
@@ -282,7 +282,7 @@ func (w *listenWriter) Write(p []byte) (int, error) {
 		}
 		line := string(w.partial[:i])
 		w.partial = w.partial[i+1:]
-		if mm := benchListening.FindStringSubmatch(line); mm != nil {
+		if mm := listening.FindStringSubmatch(line); mm != nil {
 			w.found <- mm[1]
 			w.done, w.partial = true, nil
 			return len(p), nil

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -16,24 +16,24 @@ import (
 	"github.com/coder/websocket"
 )
 
-// The stream phase (design.md: commit → 100 WebSocket clients, p99 < 10 ms at
+// The stream phase (the target: commit → 100 WebSocket clients, p99 < 10 ms at
 // 1k events/s).
 const (
-	benchStreamClients = 100
-	benchStreamRate    = 1000 // events a second
-	// benchStreamWriters take the pacer's permits; as many as the other
+	streamClients = 100
+	streamRate    = 1000 // events a second
+	// streamWriters take the pacer's permits; as many as the other
 	// phases' clients, so that creates at tens of ms each still keep 1k/s.
-	benchStreamWriters = benchWriters
-	// benchStreamTick is how often the pacer releases the permits due: a
+	streamWriters = writers
+	// streamTick is how often the pacer releases the permits due: a
 	// 1 ms ticker is not kept on a loaded machine, and a 2 ms batch (two
 	// creates) is close to a steady 1k/s.
-	benchStreamTick = 2 * time.Millisecond
+	streamTick = 2 * time.Millisecond
 )
 
 // streamOnly is bench --stream-only: the idle limits the stream's figures are
 // read against (sign, one synced write), a node filled with --events missions,
 // and the stream phase; nothing else, so that stream runs alternate quickly.
-func (b *bench) streamOnly(ctx context.Context) error {
+func (b *harness) streamOnly(ctx context.Context) error {
 	if err := b.signAndSyncLimits(); err != nil {
 		return err
 	}
@@ -54,24 +54,21 @@ func (b *bench) streamOnly(ctx context.Context) error {
 			return fmt.Errorf("stop the node after the run: %w", err)
 		}
 	}
-	if b.cfg.json {
-		return b.res.writeJSON(b.m.Stdout)
-	}
-	return b.res.writeTable(b.m.Stdout, b.cfg)
+	return nil
 }
 
-// streamDelivery measures how long events take to reach benchStreamClients
+// streamDelivery measures how long events take to reach streamClients
 // WebSocket clients of GET /v1/stream while missions are created at
-// benchStreamRate. The latency of one delivery is the time the client read
+// streamRate. The latency of one delivery is the time the client read
 // the event minus the event's own timestamp, which the sequencer set before
 // signing and the fsync: so it is an upper bound on commit → delivery, and
 // the bench and the node share one clock on loopback.
-func (b *bench) streamDelivery(ctx context.Context) error {
-	b.log.Info("bench: stream delivery", "clients", benchStreamClients, "events_per_s", benchStreamRate, "duration", b.cfg.duration)
+func (b *harness) streamDelivery(ctx context.Context) error {
+	b.log.Info("bench: stream delivery", "clients", streamClients, "events_per_s", streamRate, "duration", b.cfg.Duration)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	wsURL := "ws" + strings.TrimPrefix(b.target.base, "http") + "/v1/stream"
-	clients := make([]*streamClient, benchStreamClients)
+	clients := make([]*streamClient, streamClients)
 	for i := range clients {
 		c, err := dialStreamClient(ctx, wsURL, b.target.token)
 		if err != nil {
@@ -94,17 +91,17 @@ func (b *bench) streamDelivery(ctx context.Context) error {
 	// the next back. With a few writers each waiting on its create, the
 	// phase measured the creates' latency instead: 8 writers at ≈ 10–20 ms a
 	// create under this load reached 275–786 events/s.
-	hc := newLoadClient(benchStreamWriters, 30*time.Second)
+	hc := newLoadClient(streamWriters, 30*time.Second)
 	defer closeClient(hc)
-	permits := make(chan struct{}, benchStreamWriters)
-	writeCtx, stopWriters := context.WithTimeout(ctx, b.cfg.duration)
+	permits := make(chan struct{}, streamWriters)
+	writeCtx, stopWriters := context.WithTimeout(ctx, b.cfg.Duration)
 	defer stopWriters()
 	var missed int64 // permits due while every writer was busy
 	cpu0, cpuErr := b.nodeCPU()
 	start := time.Now()
 	go func() {
 		defer close(permits)
-		t := time.NewTicker(benchStreamTick)
+		t := time.NewTicker(streamTick)
 		defer t.Stop()
 		var issued int64
 		for {
@@ -115,7 +112,7 @@ func (b *bench) streamDelivery(ctx context.Context) error {
 			}
 			// What is due by now, not a fixed count a tick: a tick the
 			// loaded machine delivers late is made up by the next.
-			due := int64(time.Since(start).Seconds() * benchStreamRate)
+			due := int64(time.Since(start).Seconds() * streamRate)
 			for ; issued < due; issued++ {
 				select {
 				case permits <- struct{}{}:
@@ -132,7 +129,7 @@ func (b *bench) streamDelivery(ctx context.Context) error {
 		created []time.Duration
 		werr    error
 	)
-	for range benchStreamWriters {
+	for range streamWriters {
 		wg.Go(func() {
 			var buf bytes.Buffer
 			for range permits {
@@ -208,7 +205,7 @@ func (b *bench) streamDelivery(ctx context.Context) error {
 
 // nodeCPU is the CPU time the node's process has used (Linux /proc); 0 and
 // no error with --node.
-func (b *bench) nodeCPU() (time.Duration, error) {
+func (b *harness) nodeCPU() (time.Duration, error) {
 	if b.node == nil {
 		return 0, nil
 	}

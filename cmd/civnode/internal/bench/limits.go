@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -15,15 +15,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/opsrate"
 )
 
 // The machine's own limits, measured by bench on an idle process before any
 // load, so that every figure of the node is read beside what this machine can
-// do at best in the same run (design.md, "Performance targets").
+// do at best in the same run (docs/benchmarks.md).
 
 // edRates is the single-core Ed25519 sign and verify rate over an event-sized
 // message (300 bytes), each the median of seven bursts so that one preempted
@@ -33,23 +33,9 @@ func edRates() (sign, verify float64) {
 	msg := bytes.Repeat([]byte("x"), 300)
 	sig := ed25519.Sign(key, msg)
 	pub := key.Public().(ed25519.PublicKey)
-	sign = medianRate(func() { ed25519.Sign(key, msg) })
-	verify = medianRate(func() { ed25519.Verify(pub, msg, sig) })
+	sign = opsrate.Median(func() { ed25519.Sign(key, msg) })
+	verify = opsrate.Median(func() { ed25519.Verify(pub, msg, sig) })
 	return sign, verify
-}
-
-func medianRate(op func()) float64 {
-	const bursts, n = 7, 500
-	rates := make([]float64, bursts)
-	for i := range rates {
-		start := time.Now()
-		for range n {
-			op()
-		}
-		rates[i] = n / time.Since(start).Seconds()
-	}
-	slices.Sort(rates)
-	return rates[bursts/2]
 }
 
 // syncWriteMillis is the median latency of one lone synced Pebble write in a
@@ -110,7 +96,7 @@ func httpLimit(ctx context.Context, conns int, d time.Duration, body []byte, sig
 		<-served
 	}()
 
-	t := &benchTarget{base: "http://" + ln.Addr().String()}
+	t := &target{base: "http://" + ln.Addr().String()}
 	c := newLoadClient(conns, 30*time.Second)
 	defer closeClient(c)
 	bufs := newBuffers(conns)

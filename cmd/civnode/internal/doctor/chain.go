@@ -1,4 +1,4 @@
-package main
+package doctor
 
 import (
 	"context"
@@ -6,32 +6,32 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/projections"
 )
 
-// doctorTailWindow is how many of the newest events doctor verifies when no
+// tailWindow is how many of the newest events doctor verifies when no
 // full verify was ever recorded: four times what serve checks when it opens
 // the log, and a fraction of a second of Ed25519 verifies on one core.
-const doctorTailWindow = 4096
+const tailWindow = 4096
 
 // serveTailCheck is what serve verifies of its chain when it starts
 // (eventlog.Options.TailCheck's default), for the report on a running node.
 const serveTailCheck = 1024
 
-// doctorNetTimeout bounds each network check: the running node, the port and
+// netTimeout bounds each network check: the running node, the port and
 // the registry.
-const doctorNetTimeout = 5 * time.Second
+const netTimeout = 5 * time.Second
 
 // chainFix is what to do about a chain that does not verify or a store that
 // cannot be read (docs/verifying.md §5).
-func (d *doctorRun) chainFix() string {
+func (d *checker) chainFix() string {
 	return "keep " + shellQuote(string(d.dir)) + " as it is for inspection and restore the data dir from a backup, " +
 		"or rebuild it from an export you trust (docs/verifying.md §5); never delete a file the message names"
 }
@@ -39,23 +39,23 @@ func (d *doctorRun) chainFix() string {
 // checkStore opens the event log of a stopped node and checks its chain and
 // read models. It returns nil when the store is held by another process, a
 // running node: checkRunningNode asks the node instead.
-func (d *doctorRun) checkStore(ctx context.Context) []doctorCheck {
-	chain := doctorCheck{Name: "chain"}
-	models := doctorCheck{Name: "read_models"}
+func (d *checker) checkStore(ctx context.Context) []Check {
+	chain := Check{Name: "chain"}
+	models := Check{Name: "read_models"}
 	switch {
 	case !d.dirExists:
-		return []doctorCheck{skipped(chain, "no data dir"), skipped(models, "no data dir")}
+		return []Check{skipped(chain, "no data dir"), skipped(models, "no data dir")}
 	case d.key == nil:
-		return []doctorCheck{skipped(chain, d.keySkip), skipped(models, d.keySkip)}
+		return []Check{skipped(chain, d.keySkip), skipped(models, d.keySkip)}
 	}
-	if fi, err := os.Stat(d.dir.dbPath()); err != nil || !fi.IsDir() {
-		return []doctorCheck{skipped(chain, "no event log"), skipped(models, "no event log")}
+	if fi, err := os.Stat(d.dir.DBPath()); err != nil || !fi.IsDir() {
+		return []Check{skipped(chain, "no event log"), skipped(models, "no event log")}
 	}
 	// Read-only first: opening the log on a store without a chain would
 	// start a new one with a genesis event, and doctor records nothing.
-	did, err := eventlog.ChainNodeDID(d.dir.dbPath())
+	did, err := eventlog.ChainNodeDID(d.dir.DBPath())
 	switch {
-	case isLockHeld(err):
+	case datadir.IsLockHeld(err):
 		d.inUse = true
 		return nil
 	case err != nil:
@@ -64,15 +64,15 @@ func (d *doctorRun) checkStore(ctx context.Context) []doctorCheck {
 		if errors.As(err, &ce) {
 			fix = d.chainFix()
 		}
-		return []doctorCheck{problem(chain, statusFail, fmt.Sprintf("open event log in %s: %v", d.dir.dbPath(), err), fix),
+		return []Check{problem(chain, statusFail, fmt.Sprintf("open event log in %s: %v", d.dir.DBPath(), err), fix),
 			skipped(models, "the event log does not open")}
 	case did == "":
-		return []doctorCheck{problem(chain, statusFail, d.dir.dbPath()+" holds no chain, not even a genesis event",
-			"restore db/ from a backup; for a new node, remove the empty "+shellQuote(d.dir.dbPath())+" and start civnode serve"),
+		return []Check{problem(chain, statusFail, d.dir.DBPath()+" holds no chain, not even a genesis event",
+			"restore db/ from a backup; for a new node, remove the empty "+shellQuote(d.dir.DBPath())+" and start civnode serve"),
 			skipped(models, "no chain")}
 	}
-	l, err := openLog(d.dir, d.key, d.logger, eventlog.Options{})
-	if errors.Is(err, errDataDirInUse) {
+	l, err := d.dir.OpenLog(d.key, d.logger, eventlog.Options{})
+	if errors.Is(err, datadir.ErrInUse) {
 		d.inUse = true
 		return nil
 	}
@@ -82,10 +82,10 @@ func (d *doctorRun) checkStore(ctx context.Context) []doctorCheck {
 		if !errors.As(err, &ce) {
 			fix = ""
 			if errors.Is(err, eventlog.ErrWrongKey) {
-				fix = "restore the node.key this chain was created with to " + shellQuote(d.dir.keyPath())
+				fix = "restore the node.key this chain was created with to " + shellQuote(d.dir.KeyPath())
 			}
 		}
-		return []doctorCheck{
+		return []Check{
 			problem(chain, statusFail, err.Error(), fix),
 			skipped(models, "the event log does not open"),
 		}
@@ -95,25 +95,25 @@ func (d *doctorRun) checkStore(ctx context.Context) []doctorCheck {
 			d.logger.Warn("close event log", "err", err)
 		}
 	}()
-	return []doctorCheck{d.verifyChain(ctx, l), d.checkModels(l)}
+	return []Check{d.verifyChain(ctx, l), d.checkModels(l)}
 }
 
 // verifyChain checks the chain from the recorded checkpoint to the tip, or
-// the newest doctorTailWindow events when there is none.
-func (d *doctorRun) verifyChain(ctx context.Context, l *eventlog.Log) doctorCheck {
-	c := doctorCheck{Name: "chain"}
+// the newest tailWindow events when there is none.
+func (d *checker) verifyChain(ctx context.Context, l *eventlog.Log) Check {
+	c := Check{Name: "chain"}
 	tip := l.Tip()
 	cp, haveCP, cpErr := l.VerifiedMark()
 	start := time.Now()
-	progress, done := d.m.progress("doctor", int64(tip.Seq))
+	progress, done := d.opts.Progress("doctor", int64(tip.Seq))
 	var rep eventlog.VerifyReport
 	var err error
 	if haveCP {
 		rep, err = l.VerifySince(ctx, cp, progress)
 	} else {
 		from := uint64(1)
-		if tip.Seq > doctorTailWindow {
-			from = tip.Seq - doctorTailWindow + 1
+		if tip.Seq > tailWindow {
+			from = tip.Seq - tailWindow + 1
 		}
 		rep, err = l.VerifyFrom(ctx, from, progress)
 	}
@@ -169,8 +169,8 @@ func (d *doctorRun) verifyChain(ctx context.Context, l *eventlog.Log) doctorChec
 
 // checkModels compares the read models' watermark and layout with the tip
 // and this binary, which says what the node's next start will do.
-func (d *doctorRun) checkModels(l *eventlog.Log) doctorCheck {
-	c := doctorCheck{Name: "read_models"}
+func (d *checker) checkModels(l *eventlog.Log) Check {
+	c := Check{Name: "read_models"}
 	tip := l.Tip().Seq
 	version, applied, err := l.ModelsState()
 	replay := "civnode replay --data-dir " + shellQuote(string(d.dir))
@@ -203,22 +203,22 @@ func (d *doctorRun) checkModels(l *eventlog.Log) doctorCheck {
 // since it holds the store: its health, the tip and whether it takes
 // control.token. It returns the chain and read_models checks as well when
 // the node runs, in their place in the report.
-func (d *doctorRun) checkRunningNode(ctx context.Context) []doctorCheck {
-	node := doctorCheck{Name: "node"}
+func (d *checker) checkRunningNode(ctx context.Context) []Check {
+	node := Check{Name: "node"}
 	if !d.inUse {
 		if !d.dirExists || d.key == nil {
-			return []doctorCheck{skipped(node, "no node here")}
+			return []Check{skipped(node, "no node here")}
 		}
 		node.Status, node.Detail = statusOK, "not running; the store is free"
-		return []doctorCheck{node}
+		return []Check{node}
 	}
-	chain := doctorCheck{Name: "chain"}
-	models := skipped(doctorCheck{Name: "read_models"}, "the running node holds them; it brought them to the tip when it started")
-	ctx, cancel := context.WithTimeout(ctx, doctorNetTimeout)
+	chain := Check{Name: "chain"}
+	models := skipped(Check{Name: "read_models"}, "the running node holds them; it brought them to the tip when it started")
+	ctx, cancel := context.WithTimeout(ctx, netTimeout)
 	defer cancel()
-	ch, err := openNodeChannel(ctx, d.dir, d.addr, d.quiet())
+	ch, err := d.opts.Reach(ctx, d.dir, d.addr)
 	if err != nil {
-		return []doctorCheck{
+		return []Check{
 			skipped(chain, "the store is in use and no node of this data dir answers"),
 			models,
 			problem(node, statusFail, fmt.Sprintf("the store is in use, but no node of this data dir answers: %v", err),
@@ -227,7 +227,7 @@ func (d *doctorRun) checkRunningNode(ctx context.Context) []doctorCheck {
 	}
 	defer ch.Close()
 
-	status, body, err := nodeGet(ctx, ch, "/v1/health")
+	status, body, err := ch.Get(ctx, "/v1/health", true)
 	var health struct {
 		Status string `json:"status"`
 	}
@@ -235,10 +235,10 @@ func (d *doctorRun) checkRunningNode(ctx context.Context) []doctorCheck {
 		err = json.Unmarshal(body, &health)
 	}
 	if err != nil {
-		return []doctorCheck{
+		return []Check{
 			skipped(chain, "the running node does not answer"),
 			models,
-			problem(node, statusFail, fmt.Sprintf("the node at %s does not answer GET /v1/health: %v", ch.Via, err), "look for the cause in the node's log, and restart it"),
+			problem(node, statusFail, fmt.Sprintf("the node at %s does not answer GET /v1/health: %v", ch.Via(), err), "look for the cause in the node's log, and restart it"),
 		}
 	}
 	healthy := status == http.StatusOK && health.Status == "ok"
@@ -252,33 +252,33 @@ func (d *doctorRun) checkRunningNode(ctx context.Context) []doctorCheck {
 			TipHash string `json:"tip_hash"`
 		} `json:"chain"`
 	}
-	stStatus, stBody, stErr := nodeGet(ctx, ch, "/v1/state")
+	stStatus, stBody, stErr := ch.Get(ctx, "/v1/state", true)
 	if stErr == nil && stStatus == http.StatusOK {
 		stErr = json.Unmarshal(stBody, &state)
 	}
-	var out []doctorCheck
+	var out []Check
 	switch {
 	case !healthy:
 		out = append(out, problem(chain, statusWarn, "not checked: the running node reports that it takes no more writes (see node)", ""),
 			models, problem(node, statusFail,
-				fmt.Sprintf("running (reached at %s), but GET /v1/health answers %d %q: its event log takes no more writes, after a failed fsync or a read that met a damaged block; its log says which", ch.Via, status, health.Status),
+				fmt.Sprintf("running (reached at %s), but GET /v1/health answers %d %q: its event log takes no more writes, after a failed fsync or a read that met a damaged block; its log says which", ch.Via(), status, health.Status),
 				"stop the node, run civnode verify --data-dir "+shellQuote(string(d.dir))+", fix the cause (disk space, a damaged store: docs/verifying.md §5) and start it again"))
 		return out
 	case stErr != nil:
 		return append(out, skipped(chain, "GET /v1/state failed"), models,
-			problem(node, statusFail, fmt.Sprintf("running and healthy (reached at %s), but GET /v1/state failed: %v", ch.Via, stErr), ""))
+			problem(node, statusFail, fmt.Sprintf("running and healthy (reached at %s), but GET /v1/state failed: %v", ch.Via(), stErr), ""))
 	case stStatus == http.StatusUnauthorized:
 		return append(out, skipped(chain, "the node refuses control.token"), models,
-			problem(node, statusFail, fmt.Sprintf("running and healthy (reached at %s), but it refuses the owner token in %s (401): the file changed since the node started", ch.Via, d.dir.tokenPath()),
+			problem(node, statusFail, fmt.Sprintf("running and healthy (reached at %s), but it refuses the owner token in %s (401): the file changed since the node started", ch.Via(), d.dir.TokenPath()),
 				"restore the token the node started with, or restart the node so that it reads control.token again"))
 	case stStatus != http.StatusOK:
 		return append(out, skipped(chain, "GET /v1/state failed"), models,
-			problem(node, statusFail, fmt.Sprintf("running and healthy (reached at %s), but GET /v1/state answers %d", ch.Via, stStatus), "look for the cause in the node's log"))
+			problem(node, statusFail, fmt.Sprintf("running and healthy (reached at %s), but GET /v1/state answers %d", ch.Via(), stStatus), "look for the cause in the node's log"))
 	}
 	if d.key != nil {
 		if want := eventlog.DIDKey(d.key.Public().(ed25519.PublicKey)); state.Identity.NodeDID != want {
 			return append(out, skipped(chain, "the node is not this data dir's"), models,
-				problem(node, statusFail, fmt.Sprintf("the node at %s is %s, but node.key is the key of %s", ch.Via, state.Identity.NodeDID, want),
+				problem(node, statusFail, fmt.Sprintf("the node at %s is %s, but node.key is the key of %s", ch.Via(), state.Identity.NodeDID, want),
 					"restart the node so that it reads node.key again, or restore the node.key it runs with"))
 		}
 	}
@@ -286,7 +286,7 @@ func (d *doctorRun) checkRunningNode(ctx context.Context) []doctorCheck {
 	chain.Detail = fmt.Sprintf("checked by the running node when it started (the genesis event and its newest %d events), and no read has met damage since (GET /v1/health ok); tip seq %d %.12s…",
 		serveTailCheck, state.Chain.Seq, state.Chain.TipHash)
 	node.Status = statusOK
-	node.Detail = fmt.Sprintf("running, reached at %s: healthy, takes control.token, node %s", ch.Via, state.Identity.NodeDID)
+	node.Detail = fmt.Sprintf("running, reached at %s: healthy, takes control.token, node %s", ch.Via(), state.Identity.NodeDID)
 	return append(out, chain, models, node)
 }
 
@@ -297,22 +297,4 @@ func elapsed(start time.Time) string {
 		return "<1ms"
 	}
 	return d.Round(time.Millisecond).String()
-}
-
-// nodeGet makes one GET through the channel and returns the status and body.
-func nodeGet(ctx context.Context, ch *nodeChannel, path string) (int, []byte, error) {
-	req, err := ch.NewRequest(ctx, http.MethodGet, path, nil)
-	if err != nil {
-		return 0, nil, err
-	}
-	resp, err := ch.Client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return 0, nil, fmt.Errorf("read the answer to GET %s: %w", path, err)
-	}
-	return resp.StatusCode, body, nil
 }

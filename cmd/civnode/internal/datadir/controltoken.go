@@ -1,4 +1,4 @@
-package main
+package datadir
 
 import (
 	"crypto/rand"
@@ -8,12 +8,14 @@ import (
 	"io/fs"
 	"log/slog"
 	"strings"
+
+	"github.com/civnode/civnode/internal/atomicfile"
 )
 
-// loadOrCreateControlToken returns the owner token at path (docs/tokens.md),
+// LoadOrCreateControlToken returns the owner token at path (docs/tokens.md),
 // creating one on first start: 32 random bytes as hex, then a newline.
-func loadOrCreateControlToken(path string, logger *slog.Logger) (string, error) {
-	tok, err := loadControlToken(path, logger)
+func LoadOrCreateControlToken(path string, logger *slog.Logger) (string, error) {
+	tok, err := LoadControlToken(path, logger)
 	if !errors.Is(err, fs.ErrNotExist) {
 		return tok, err
 	}
@@ -22,9 +24,9 @@ func loadOrCreateControlToken(path string, logger *slog.Logger) (string, error) 
 		return "", fmt.Errorf("generate control token: %w", err)
 	}
 	tok = hex.EncodeToString(b)
-	err = writeSecretFile(path, []byte(tok+"\n"))
+	err = atomicfile.Create(path, []byte(tok+"\n"), secretMode)
 	if errors.Is(err, fs.ErrExist) {
-		return loadControlToken(path, logger) // another first start won the race
+		return LoadControlToken(path, logger) // another first start won the race
 	}
 	if err != nil {
 		return "", fmt.Errorf("write control token: %w", err)
@@ -33,10 +35,10 @@ func loadOrCreateControlToken(path string, logger *slog.Logger) (string, error) 
 	return tok, nil
 }
 
-// loadControlToken reads the owner token. Surrounding white space is ignored so
+// LoadControlToken reads the owner token. Surrounding white space is ignored so
 // that an operator may edit the file; a missing file is fs.ErrNotExist.
-func loadControlToken(path string, logger *slog.Logger) (string, error) {
-	b, err := readSecretFile(path, logger)
+func LoadControlToken(path string, logger *slog.Logger) (string, error) {
+	b, err := ReadSecret(path, logger)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", err
 	}

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -63,7 +63,7 @@ func hostileKey(readers int, figure string) string {
 	return fmt.Sprintf("hostile_c%d_%s", readers, figure)
 }
 
-func (b *bench) hostilePhase(ctx context.Context) error {
+func (b *harness) hostilePhase(ctx context.Context) error {
 	if err := b.hostileFill(ctx); err != nil {
 		return fmt.Errorf("hostile: %w", err)
 	}
@@ -72,7 +72,7 @@ func (b *bench) hostilePhase(ctx context.Context) error {
 
 // hostileFill publishes, claims and completes hostileMissions missions with
 // ~1 MiB results, as an identity bench bootstraps and binds for the purpose.
-func (b *bench) hostileFill(ctx context.Context) error {
+func (b *harness) hostileFill(ctx context.Context) error {
 	var rnd [4]byte
 	rand.Read(rnd[:])
 	slug := "bench-" + hex.EncodeToString(rnd[:])
@@ -118,7 +118,7 @@ func (b *bench) hostileFill(ctx context.Context) error {
 		}
 		return 1, b.target.do(ctx, c, http.MethodPost, path+"/complete", complete, http.StatusOK, buf)
 	}
-	progress, done := b.m.progress("hostile", hostileMissions)
+	progress, done := b.cfg.Progress("hostile", hostileMissions)
 	var onDone func(int64)
 	if progress != nil {
 		onDone = func(n int64) { progress(uint64(n)) }
@@ -137,7 +137,7 @@ func (b *bench) hostileFill(ctx context.Context) error {
 // --hostile-duration, and reports each level's figures. The RSS rise of every
 // level is over the filled node, measured once before the first level: memory a
 // level leaves behind counts against the next, which can only overstate a rise.
-func (b *bench) hostileRead(ctx context.Context) error {
+func (b *harness) hostileRead(ctx context.Context) error {
 	// The node bench starts runs with the default budgets.
 	b.res.set("hostile_rss_allowance_mb", float64(hostileBlockCache+civhttp.DefaultResponseBudgetPages*civhttp.DefaultPageBytes)/1e6)
 	var before float64
@@ -171,8 +171,8 @@ func (b *bench) hostileRead(ctx context.Context) error {
 
 // hostileLevel is one level of hostileRead: readers readers. It reports whether
 // the node's RSS passed hostileRSSCap, which ends the level early.
-func (b *bench) hostileLevel(ctx context.Context, readers int, before float64) (capped bool, err error) {
-	d := b.cfg.hostileDuration
+func (b *harness) hostileLevel(ctx context.Context, readers int, before float64) (capped bool, err error) {
+	d := b.cfg.HostileDuration
 	b.log.Info("bench: hostile: reading", "readers", readers, "stalled", hostileStalled, "duration", d)
 	var stopRSS func() float64
 	if b.node != nil {
@@ -289,7 +289,7 @@ func (b *bench) hostileLevel(ctx context.Context, readers int, before float64) (
 // hostileStall opens a raw connection, sends a full-page GET with the owner
 // token, and returns the connection unread: the node holds the page until its
 // write deadline or until the connection is closed.
-func (b *bench) hostileStall(ctx context.Context) (net.Conn, error) {
+func (b *harness) hostileStall(ctx context.Context) (net.Conn, error) {
 	u, err := url.Parse(b.target.base)
 	if err != nil {
 		return nil, err
@@ -313,7 +313,7 @@ var errHostileBusy = errors.New("503 busy")
 
 // hostileGet sends one GET with the owner token and reads the answer to its end.
 // It returns the bytes read and nil only for a 200 read to its end.
-func (b *bench) hostileGet(ctx context.Context, c *http.Client, path string) (int64, error) {
+func (b *harness) hostileGet(ctx context.Context, c *http.Client, path string) (int64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.target.base+path, nil)
 	if err != nil {
 		return 0, err
