@@ -83,9 +83,14 @@ func newWiredNode(t *testing.T, registryURL string) *wiredNode {
 	t.Cleanup(func() { c.Close() })
 	s := New(Options{Log: c.Log, OwnerToken: testToken, Logger: discardLogger(), Governs: []string{"genesis"},
 		Tokens: c.Tokens, Identity: c.Identity, Identities: c.Identities, Mission: c.Mission, Missions: c.Missions,
-		Game: c.Game, GameState: c.GameState, Stream: st, Servicenet: c.Servicenet, PaymentAccounts: c.PaymentAccounts})
+		Game: c.Game, GameState: c.GameState, Stream: st, Servicenet: c.Servicenet, PaymentAccounts: c.PaymentAccounts,
+		Snapshot: func(context.Context) (Snapshot, error) {
+			dir := filepath.Join(t.TempDir(), "snapshot")
+			b, err := c.Log.Backup(dir)
+			return Snapshot{Dir: dir, Backup: b}, err
+		}})
 	t.Cleanup(s.streams.shutdown)
-	for _, want := range []string{"GET /v1/stream", "POST /v1/admin/tokens", "GET /v1/admin/payment-accounts",
+	for _, want := range []string{"GET /v1/stream", "POST /v1/admin/tokens", "POST /v1/admin/backup", "GET /v1/admin/payment-accounts",
 		"GET /v1/civilization/identities", "POST /v1/core/missions", "GET /v1/game/status",
 		"GET /v1/core/servicenet/agents", "POST /mcp", "GET /v1/openapi.json"} {
 		if !slices.Contains(s.routeTable, want) {
@@ -779,6 +784,12 @@ func walkAPI(t *testing.T, n *wiredNode, visit func(op, request string, r respon
 		},
 		func() step {
 			return step{op: "GET /v1/admin/tokens", path: "/v1/admin/tokens", token: testToken, status: 200}
+		},
+		func() step {
+			return step{op: "POST /v1/admin/backup", path: "/v1/admin/backup", token: testToken, body: `{}`, status: 200}
+		},
+		func() step {
+			return step{op: "POST /v1/admin/backup", path: "/v1/admin/backup", token: testToken, body: `{"dir":"/tmp"}`, status: 400}
 		},
 		func() step {
 			return step{op: "POST /v1/admin/payment-accounts", path: "/v1/admin/payment-accounts", token: testToken, body: `{"ref":"ops","max_per_payment":"50000"}`, status: 200}
