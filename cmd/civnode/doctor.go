@@ -74,7 +74,8 @@ prints what to do about it:
   read_models          the read models are the tip's, in this version's layout
   node                 a running node answers, is healthy and takes control.token
   port                 --addr is free, or served by this data dir's node
-  registry             --registry-url answers GET /v1/agents within 5 s
+  registry             --registry-url answers GET /v1/agents within 5 s;
+                       with --registry-url "" (no registry) it says so and passes
 
 The chain check starts where the last civnode verify --data-dir ended, which
 it recorded in the store: the event there must be unchanged, and every event
@@ -103,7 +104,7 @@ mistake on the command line. --json prints the report as one JSON object
 	f := cmd.Flags()
 	f.StringVar(&cfg.dataDir, "data-dir", "", dataDirHelp)
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "the node's listen address HOST:PORT, as given to serve")
-	f.StringVar(&cfg.registryURL, "registry-url", DefaultRegistryURL, "the agent registry the node proxies (`URL`), as given to serve")
+	f.StringVar(&cfg.registryURL, "registry-url", DefaultRegistryURL, "the agent registry the node proxies (`URL`; \"\": none), as given to serve")
 	f.BoolVar(&cfg.json, "json", false, "print the report as one JSON object")
 	return cmd
 }
@@ -116,8 +117,10 @@ func (m *Main) doctor(ctx context.Context, cfg doctorConfig, logger *slog.Logger
 		return usageErrorf("--addr %q: %w", cfg.addr, err)
 	}
 	// The client checks the URL as serve does; the signer is never called here.
-	if _, err := servicenet.New(servicenet.Config{BaseURL: cfg.registryURL, Sign: func([]byte) []byte { return nil }}); err != nil {
-		return usageErrorf("--registry-url: %w", err)
+	if cfg.registryURL != "" {
+		if _, err := servicenet.New(servicenet.Config{BaseURL: cfg.registryURL, Sign: func([]byte) []byte { return nil }}); err != nil {
+			return usageErrorf("--registry-url: %w", err)
+		}
 	}
 	dir, err := m.resolveDataDir(cfg.dataDir)
 	if err != nil {
@@ -205,7 +208,7 @@ func newDoctorReport(dir dataDir, addr, registryURL string, checks []doctorCheck
 // writeText prints one line per check, a fix under each problem, and a
 // summary line.
 func (rep doctorReport) writeText(w io.Writer) error {
-	if _, err := fmt.Fprintf(w, "civnode doctor: data dir %s, addr %s, registry %s\n", rep.DataDir, rep.Addr, rep.RegistryURL); err != nil {
+	if _, err := fmt.Fprintf(w, "civnode doctor: data dir %s, addr %s, registry %s\n", rep.DataDir, rep.Addr, registryLabel(rep.RegistryURL)); err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
