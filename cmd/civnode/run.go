@@ -102,6 +102,7 @@ subcommands verify, export and replay that chain.`,
 		m.newOracleCommand(g),
 		m.newVersionCommand(),
 		m.newBenchCommand(g),
+		m.newRegistryDevCommand(g),
 	)
 	return root
 }
