@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"io"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,7 +13,8 @@ import (
 
 // A node without a registry (--registry-url ""): the proxy is off, the
 // registry routes answer 503 registry_not_configured, MCP lists no servicenet
-// tool, and doctor passes, saying so.
+// tool, and doctor passes, saying so. And a node in front of civnode
+// registry-dev, the stand-in registry for trying the proxy on one machine.
 
 func TestDoctorWithoutRegistry(t *testing.T) {
 	dir := stoppedNode(t)
@@ -94,4 +97,50 @@ func mcpPost(t *testing.T, p *process, body string) string {
 		t.Fatalf("POST /mcp: %d %v\n%s", resp.StatusCode, err, b)
 	}
 	return string(b)
+}
+
+// TestRegistryDevBinary follows docs/servicenet.md on one machine: civnode
+// registry-dev, and a node in front of it, both the real binary.
+func TestRegistryDevBinary(t *testing.T) {
+	needBinary(t)
+	reg := exec.Command(civnodeBin, "registry-dev", "--addr", "127.0.0.1:0")
+	stdout, err := reg.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		reg.Process.Kill()
+		reg.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	base, ok := strings.CutPrefix(strings.TrimSpace(line), "civnode registry-dev listening on ")
+	if err != nil || !ok {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+
+	dir := filepath.Join(t.TempDir(), "node")
+	p := startProcess(t, dir, "--registry-url", base)
+	status, _, b := apiPost(t, p, p.token, "/v1/core/servicenet/agents/summarizer/invoke",
+		`{"message":"Summarise.","input":{"text":"One. Two.","sentences":1}}`)
+	if status != http.StatusOK || !strings.Contains(string(b), `"summary":"One."`) {
+		t.Errorf("summarizer through the node: %d %s", status, b)
+	}
+	status, _, b = apiPost(t, p, p.token, "/v1/core/servicenet/agents/calendar/invoke", `{"message":"Book a slot."}`)
+	if status != http.StatusOK || !strings.Contains(string(b), `"authorizationUrl":"`+base+`/oauth/authorize"`) {
+		t.Errorf("the OAuth consent through the node: %d %s", status, b)
+	}
+	walletCLI(t, 0, "create", "ops", "--max-per-payment", "10000", "--addr", strings.TrimPrefix(p.url, "http://"), "--data-dir", dir)
+	status, _, b = apiPost(t, p, p.token, "/v1/core/servicenet/agents/market-data/invoke",
+		`{"message":"Quote.","settlement":{"layer":"web3","rail":"x402","request":{"protocol":"x402","payment_account_ref":"ops","network":"eip155:84532"}}}`)
+	if status != http.StatusOK || !strings.Contains(string(b), `"price":"3120.55"`) {
+		t.Errorf("a paid invoke through the node: %d %s", status, b)
+	}
+	var page eventsBody
+	getJSON(t, p.url+"/v1/events?type=payment.settled", p.token, http.StatusOK, &page)
+	if len(page.Events) != 1 {
+		t.Errorf("%d payment.settled events, want 1", len(page.Events))
+	}
 }
