@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/civnode/civnode/cmd/core"
+	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/stream"
@@ -112,6 +113,13 @@ type consoleNode struct {
 
 func newConsoleNode(t *testing.T) *consoleNode {
 	t.Helper()
+	return newConsoleNodeWith(t, true)
+}
+
+// newConsoleNodeWith is newConsoleNode, without a registry (as serve
+// --registry-url "" runs) when withRegistry is false.
+func newConsoleNodeWith(t *testing.T, withRegistry bool) *consoleNode {
+	t.Helper()
 	key := ed25519.NewKeyFromSeed(testSeed)
 	did := eventlog.DIDKey(key.Public().(ed25519.PublicKey))
 	logs := &logBuffer{}
@@ -146,8 +154,11 @@ func newConsoleNode(t *testing.T) *consoleNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := core.Open(eventlog.Options{InMemory: true, Key: key, Logger: logger, OnCommit: st.Publish},
-		core.Config{Governs: []string{"genesis"}, Keys: servicenet.NewKeystore(t.TempDir()), Registry: client})
+	cfg := core.Config{Governs: []string{"genesis"}, Keys: servicenet.NewKeystore(t.TempDir()), Registry: client}
+	if !withRegistry {
+		cfg.Registry = nil
+	}
+	c, err := core.Open(eventlog.Options{InMemory: true, Key: key, Logger: logger, OnCommit: st.Publish}, cfg)
 	if err != nil {
 		st.Close()
 		t.Fatal(err)
@@ -241,6 +252,21 @@ func (n *consoleNode) populate() {
 			t.Fatalf("%s is %s, want %s", m.title, rec.State, m.upTo)
 		}
 	}
+
+	// An oracle feed, as civnode oracle runs it: grace publishes, ada
+	// subscribes and pays for the version she pulls.
+	ctx, owner := context.Background(), commands.Actor{Kind: commands.ActorOwner}
+	price, maxPrice := int64(5), int64(10)
+	if _, err := n.core.Oracle.Publish(ctx, owner, n.log.NodeDID(), commands.PublishFeedInput{As: "grace", Feed: "prices.eth-usd",
+		Payload: json.RawMessage(`{"pair":"ETH/USD","price":"3120.55"}`), Price: &price}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.core.Oracle.Subscribe(ctx, owner, n.log.NodeDID(), commands.SubscribeInput{As: "ada", Feed: "prices.eth-usd", MaxPrice: &maxPrice}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.core.Oracle.Pull(ctx, owner, n.log.NodeDID(), commands.PullInput{As: "ada", Feed: "prices.eth-usd"}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // e2eSummary is what e2e.mjs prints when it succeeds.
@@ -258,18 +284,27 @@ type e2eSummary struct {
 		Chain   string   `json:"chain"`
 		Refused []string `json:"refused"`
 	} `json:"observer"`
+	// Treasuries is the treasuries panel's sentence after the live events.
+	Treasuries string `json:"treasuries"`
+	OracleRows int    `json:"oracle_rows"`
+	// NoRegistry is the registry panel's notice on a node without one.
+	NoRegistry string `json:"no_registry"`
 }
 
 // TestConsoleInBrowser opens the console in Debian's chromium, driven by
 // playwright-core (testdata/console-e2e/e2e.mjs), against a node on a real
 // loopback listener: it signs in with the owner token, waits for the feed to
 // go live, publishes a mission over the API and sees it appear in the feed
-// and on the board without a reload, claims it and sees the card move, checks
+// and on the board without a reload, claims it and sees the card move; after
+// those live events the treasuries panel, the board and the charts must count
+// the missions the node counts, and the feed must say the oracle's events in
+// words; it checks
 // that the chain indicator found no break and that nothing (an error, a CSP
 // violation, a failed request) was reported; then it takes a full-page
 // screenshot at a laptop's size and at a phone's, where nothing may overflow
 // sideways, and signs in with an observer token, whose refused panels must say
-// so. The screenshots go to the test's artifact directory
+// so, and opens a node without a registry, whose registry panel must say "Not
+// configured" as information. The screenshots go to the test's artifact directory
 // (go test -artifacts -outputdir DIR keeps them); with
 // CIVNODE_UPDATE_SCREENSHOT=1 they also replace docs/img/console.png and
 // docs/img/console-phone.png.
@@ -297,12 +332,13 @@ func TestConsoleInBrowser(t *testing.T) {
 	n := newConsoleNode(t)
 	n.populate()
 	observer := n.observerToken()
+	bare := newConsoleNodeWith(t, false)
 
 	dir := t.ArtifactDir()
 	desktop, phone := filepath.Join(dir, "console.png"), filepath.Join(dir, "console-phone.png")
 	out := runNode(t, node, "e2e.mjs", 4*time.Minute,
 		"CIVNODE_URL="+n.url, "CIVNODE_TOKEN="+testToken, "CIVNODE_OBSERVER_TOKEN="+observer,
-		"CIVNODE_CLAIMER=ada", "CIVNODE_CHROMIUM="+chromiumPath,
+		"CIVNODE_CLAIMER=ada", "CIVNODE_CHROMIUM="+chromiumPath, "CIVNODE_NO_REGISTRY_URL="+bare.url,
 		"CIVNODE_SCREENSHOT="+desktop, "CIVNODE_SCREENSHOT_PHONE="+phone)
 	var sum e2eSummary
 	if err := json.Unmarshal(out, &sum); err != nil {
@@ -333,6 +369,24 @@ func TestConsoleInBrowser(t *testing.T) {
 		if !slices.Contains(sum.Observer.Refused, panel) {
 			t.Errorf("the observer's %s panel does not say it may not read it (refused: %v)", panel, sum.Observer.Refused)
 		}
+	}
+	// The treasuries panel counted, after the live events, what the node
+	// counts now.
+	var metrics struct {
+		Missions struct {
+			ByState map[string]int `json:"by_state"`
+		} `json:"missions"`
+	}
+	n.get("/v1/civilization/metrics").wantOK(t, &metrics)
+	st := metrics.Missions.ByState
+	if want := fmt.Sprintf("Missions: %d created, %d claimed, %d completed, %d settled.", st["created"], st["claimed"], st["completed"], st["settled"]); !strings.Contains(sum.Treasuries, want) {
+		t.Errorf("the treasuries panel says %q, want it to hold %q", sum.Treasuries, want)
+	}
+	if sum.OracleRows < 3 {
+		t.Errorf("%d feed rows name the oracle feed in words, want its three events", sum.OracleRows)
+	}
+	if !strings.HasPrefix(sum.NoRegistry, "Not configured") {
+		t.Errorf("on a node without a registry the registry panel says %q", sum.NoRegistry)
 	}
 	if !strings.HasPrefix(sum.Observer.Chain, "Chain intact") {
 		t.Errorf("the observer's chain indicator: %q", sum.Observer.Chain)

@@ -112,7 +112,9 @@
 // With Options.Servicenet the /v1/core/servicenet routes proxy the agent
 // registry (servicenet.go; docs/servicenet.md). They wait on the registry, so
 // they run under registryHandlerTimeout (routeRegistry), long enough for the
-// registry client's own time-outs to answer 502/504 first. With
+// registry client's own time-outs to answer 502/504 first. Without it (a node
+// run with --registry-url "") they answer 503 registry_not_configured and MCP
+// lists no servicenet tool (registryToolsOff answers a call of one). With
 // Options.PaymentAccounts the owner manages payment accounts at
 // /v1/admin/payment-accounts; no answer ever holds a key.
 //

@@ -60,6 +60,8 @@ const (
 	codeBusy               = "busy" // the response budget (responsebudget.go)
 	// A hash tile beyond the Merkle tree (transparency.go).
 	codeTileNotFound = "tile_not_found"
+	// The registry proxy of a node run without a registry (servicenet.go).
+	codeRegistryNotConfigured = "registry_not_configured"
 	// The MCP transport's own refusals (mcp.go).
 	codeForbidden            = "forbidden"
 	codeUnsupportedMediaType = "unsupported_media_type"
@@ -104,6 +106,14 @@ func tileNotFound(path string, treeSize int64) *Error {
 	return &Error{Status: http.StatusNotFound, Code: codeTileNotFound,
 		Message: fmt.Sprintf("tile %s is beyond the tree, which has %d events", path, treeSize)}
 }
+
+// errRegistryNotConfigured answers the registry proxy's routes and tools on a
+// node that runs without an agent registry: 503, since the same request
+// succeeds on a node that has one, and no Retry-After, since waiting does
+// not help.
+var errRegistryNotConfigured = &Error{Status: http.StatusServiceUnavailable, Code: codeRegistryNotConfigured,
+	Message: "this node runs without an agent registry (registry_not_configured): its operator started it with " +
+		`--registry-url "", which turns the registry proxy off`}
 
 func bodyTooLarge(limit int64) *Error {
 	return &Error{Status: http.StatusRequestEntityTooLarge, Code: codeBodyTooLarge,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,6 +63,9 @@ func (s *Server) mcpRoutes() {
 			// stateless server has no stream to send it on.
 			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 		})
+	if s.servicenet == nil {
+		srv.AddReceivingMiddleware(s.registryToolsOff)
+	}
 	s.mcpLimits = make(map[string]time.Duration)
 	for _, t := range s.mcpTools() {
 		if t.err != nil {
@@ -98,6 +102,26 @@ func (s *Server) handleMCP(w http.ResponseWriter, r *http.Request, _ httprouter.
 		return err
 	}
 	return mw.transportError(s.bodyLimit)
+}
+
+// registryToolsOff answers a call of a servicenet tool on a node without a
+// registry as the tool's route does, 503 registry_not_configured, rather
+// than with the SDK's "unknown tool", which would not say why. The tools are
+// not listed, so only a client that knows them from another node calls them.
+func (s *Server) registryToolsOff(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		call, ok := req.(*mcp.CallToolRequest)
+		if method != "tools/call" || !ok || call.Params == nil || !slices.Contains(servicenetTools, call.Params.Name) {
+			return next(ctx, method, req)
+		}
+		err := error(errRegistryNotConfigured)
+		if a, ok := toolActor(call); ok {
+			if kindErr := admitKind(a, routeRegistry); kindErr != nil {
+				err = kindErr
+			}
+		}
+		return s.toolError(ctx, call.Params.Name, err), nil
+	}
 }
 
 // mcpCallLimit is the longest a tool call may run: a registry call under its

@@ -275,6 +275,10 @@ func (s *Server) mcpTools() []mcpTool {
 	return tools
 }
 
+// servicenetTools are the tools of the registry proxy, offered only by a
+// node with a registry (registryToolsOff).
+var servicenetTools = []string{"invoke_servicenet_agent_sync", "invoke_servicenet_agent_async", "get_servicenet_receipt"}
+
 // missionStep runs one lifecycle step as the route does (missionTransition).
 func missionStep[In any](ctx context.Context, s *Server, a commands.Actor, missionID string,
 	step func(context.Context, commands.Actor, string, In) (commands.MissionResult, error), in In) (toolAnswer, error) {

@@ -104,10 +104,12 @@ type Options struct {
 	// NATS is not configured.
 	Stream *stream.Server
 
-	// Servicenet runs the agent registry proxy (docs/servicenet.md); nil: the
-	// /v1/core/servicenet endpoints and the servicenet MCP tools are not
-	// served. PaymentAccounts are the accounts it pays from, administered at
-	// /v1/admin/payment-accounts; nil: those paths are not served.
+	// Servicenet runs the agent registry proxy (docs/servicenet.md); nil: the node
+	// runs without a registry, the /v1/core/servicenet endpoints answer 503
+	// registry_not_configured, and the servicenet MCP tools are not listed
+	// (a call of one answers the same error). PaymentAccounts are the
+	// accounts it pays from, administered at /v1/admin/payment-accounts;
+	// nil: those paths are not served.
 	Servicenet      *commands.Servicenet
 	PaymentAccounts *commands.PaymentAccounts
 

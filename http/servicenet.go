@@ -14,16 +14,26 @@ import (
 // registry and records. The routes wait on the registry, so they run under
 // registryHandlerTimeout rather than the handler timeout (routeRegistry).
 
-// servicenetRoutes registers the proxy's endpoints when the node has a
-// registry configured.
+// servicenetRoutes registers the proxy's endpoints. A node without a
+// registry serves them too, each answering 503 registry_not_configured after
+// authentication, so that a client learns the proxy is off rather than that
+// the route does not exist.
 func (s *Server) servicenetRoutes() {
+	list, card, invoke, task := s.handleListAgents, s.handleGetAgent, s.handleInvokeAgent, s.handleGetTask
 	if s.servicenet == nil {
-		return
+		list, card, invoke, task = handleRegistryNotConfigured, handleRegistryNotConfigured,
+			handleRegistryNotConfigured, handleRegistryNotConfigured
 	}
-	s.handle(http.MethodGet, "/v1/core/servicenet/agents", s.handleListAgents, routeRegistry)
-	s.handle(http.MethodGet, "/v1/core/servicenet/agents/:agent_id", s.handleGetAgent, routeRegistry)
-	s.handle(http.MethodPost, "/v1/core/servicenet/agents/:agent_id/invoke", s.handleInvokeAgent, routeRegistry)
-	s.handle(http.MethodPost, "/v1/core/servicenet/agents/:agent_id/tasks/:task_id/get", s.handleGetTask, routeRegistry)
+	s.handle(http.MethodGet, "/v1/core/servicenet/agents", list, routeRegistry)
+	s.handle(http.MethodGet, "/v1/core/servicenet/agents/:agent_id", card, routeRegistry)
+	s.handle(http.MethodPost, "/v1/core/servicenet/agents/:agent_id/invoke", invoke, routeRegistry)
+	s.handle(http.MethodPost, "/v1/core/servicenet/agents/:agent_id/tasks/:task_id/get", task, routeRegistry)
+}
+
+// handleRegistryNotConfigured answers every registry route of a node without
+// a registry. The body is not read: nothing would be done with it.
+func handleRegistryNotConfigured(http.ResponseWriter, *http.Request, httprouter.Params) error {
+	return errRegistryNotConfigured
 }
 
 type agentListResponse struct {

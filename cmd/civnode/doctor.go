@@ -37,7 +37,8 @@ prints what to do about it:
   read_models          the read models are the tip's, in this version's layout
   node                 a running node answers, is healthy and takes control.token
   port                 --addr is free, or served by this data dir's node
-  registry             --registry-url answers GET /v1/agents within 5 s
+  registry             --registry-url answers GET /v1/agents within 5 s;
+                       with --registry-url "" (no registry) it says so and passes
 
 The chain check starts where the last civnode verify --data-dir ended, which
 it recorded in the store: the event there must be unchanged, and every event
@@ -65,8 +66,10 @@ mistake on the command line. --json prints the report as one JSON object
 				return usageErrorf("--addr %q: %w", addrFlag, err)
 			}
 			// The client checks the URL as serve does; the signer is never called here.
-			if _, err := servicenet.New(servicenet.Config{BaseURL: registryURL, Sign: func([]byte) []byte { return nil }}); err != nil {
-				return usageErrorf("--registry-url: %w", err)
+			if registryURL != "" {
+				if _, err := servicenet.New(servicenet.Config{BaseURL: registryURL, Sign: func([]byte) []byte { return nil }}); err != nil {
+					return usageErrorf("--registry-url: %w", err)
+				}
 			}
 			dir, err := datadir.Resolve(dataDirFlag, m.Getenv, m.HomeDir)
 			if err != nil {
@@ -95,7 +98,7 @@ mistake on the command line. --json prints the report as one JSON object
 	f := cmd.Flags()
 	f.StringVar(&dataDirFlag, "data-dir", "", datadir.Help)
 	f.StringVar(&addrFlag, "addr", "127.0.0.1:7777", "the node's listen address HOST:PORT, as given to serve")
-	f.StringVar(&registryURL, "registry-url", DefaultRegistryURL, "the agent registry the node proxies (`URL`), as given to serve")
+	f.StringVar(&registryURL, "registry-url", DefaultRegistryURL, "the agent registry the node proxies (`URL`; \"\": none), as given to serve")
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	return cmd
 }

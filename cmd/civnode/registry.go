@@ -10,13 +10,23 @@ import (
 	"time"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/eventlog"
 )
 
 // DefaultRegistryURL is the official agent registry, {registry_url} of the
-// spec: serve --registry-url's default.
+// spec: serve --registry-url's default. --registry-url "" runs the node
+// without a registry.
 const DefaultRegistryURL = "https://registry.civnode.net"
+
+// registryLabel is how logs and reports name the registry of url.
+func registryLabel(url string) string {
+	if url == "" {
+		return "none"
+	}
+	return url
+}
 
 // registryReadTimeout bounds one registry call of serve's proxy, and
 // registryReadRetries the extra attempts of a read (agents, card, task). A
@@ -36,7 +46,15 @@ const (
 // credential is <data-dir>/registry.credential, when the operator has put one
 // there; without it the node still signs every request with its key.
 // observe, if not nil, is told of every attempt (the node's metrics).
-func openRegistry(d datadir.Dir, url string, key ed25519.PrivateKey, logger *slog.Logger, observe func(servicenet.Attempt)) (*servicenet.Client, error) {
+//
+// An empty url turns the proxy off: openRegistry returns a nil Registry, and
+// the node answers the registry routes 503 registry_not_configured and lists
+// no servicenet MCP tools.
+func openRegistry(d datadir.Dir, url string, key ed25519.PrivateKey, logger *slog.Logger, observe func(servicenet.Attempt)) (commands.Registry, error) {
+	if url == "" {
+		logger.Info(`no agent registry (--registry-url ""): the registry proxy is off`)
+		return nil, nil
+	}
 	cred, err := datadir.ReadSecret(d.RegistryCredentialPath(), logger)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

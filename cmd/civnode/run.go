@@ -105,6 +105,7 @@ subcommands verify, export and replay that chain.`,
 		m.newOracleCommand(g),
 		m.newVersionCommand(),
 		m.newBenchCommand(g),
+		m.newRegistryDevCommand(g),
 	)
 	return root
 }

@@ -122,7 +122,7 @@ with Retry-After (health and the node proof are never held back). Every limit is
 	f.IntVar(&cfg.maxConnsPerAddr, "max-conns-per-addr", civhttp.DefaultMaxConnsPerAddr, "TCP connections one client address (IPv4 address, IPv6 /64) may hold at once; one more is answered 503 at once (0: no cap)")
 	f.StringVar(&cfg.catalog, "catalog", "", "game catalog JSON `FILE` (default: the catalog built into the binary; see docs/game.md)")
 	f.StringVar(&cfg.natsListen, "nats-listen", "", "open a NATS client port on `HOST:PORT` for observers (default: none, in-process only; port 0 picks a free port)")
-	f.StringVar(&cfg.registryURL, "registry-url", DefaultRegistryURL, "the agent registry the node proxies (`URL`); its credential is <data-dir>/registry.credential")
+	f.StringVar(&cfg.registryURL, "registry-url", DefaultRegistryURL, "the agent registry the node proxies (`URL`; \"\": none, the registry routes answer 503 registry_not_configured); its credential is <data-dir>/registry.credential")
 	f.StringVar(&cfg.natsLeaf, "nats-leaf", "", "join the NATS server or cluster at `URL` (its leafnodes port, nats://host:7422) as a leaf node")
 	f.IntVar(&cfg.natsMaxConns, "nats-max-conns", stream.DefaultMaxConns, "clients of the --nats-listen port at once; one more is refused as it connects (0: NATS's own cap, 65,536)")
 	f.IntVar(&cfg.natsMaxSubs, "nats-max-subs", stream.DefaultMaxSubs, "subscriptions of one --nats-listen client; one more is refused (0: no cap)")
@@ -327,7 +327,7 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 		Metrics: metrics,
 	})
 	logger.Info("serving", "addr", addr, "node_did", chain.NodeDID(), "data_dir", string(dir),
-		"tip_seq", chain.Tip().Seq, "version", version, "catalog_version", cat.Version, "registry", registry.BaseURL(),
+		"tip_seq", chain.Tip().Seq, "version", version, "catalog_version", cat.Version, "registry", registryLabel(cfg.registryURL),
 		"rate_limit", cfg.rateLimit, "max_conns", cfg.maxConns, "max_conns_per_addr", cfg.maxConnsPerAddr)
 	if _, err := fmt.Fprintf(m.Stdout, "civnode listening on http://%s\n", addr); err != nil {
 		ln.Close()

@@ -175,8 +175,10 @@ function start(token) {
       if (changed.length) drawSoon(changed);
       if (ev.seq <= tipSeq) return; // the panels were read after it
       if (ev.type.startsWith("mission.")) board.apply(ev);
-      if (ev.type === "payment.settled") refreshSoon(["state", "identities", "treasuries"]);
-      if (/^(identity|profile|controller_binding)\./.test(ev.type)) refreshSoon(["identities"]);
+      // Every panel that an event can change is read again (at most once a
+      // second): a panel refreshed only by some types goes stale the first
+      // time another type changes what it shows.
+      refreshSoon(panelsChangedBy(ev.type));
     },
   });
   (async () => {
@@ -383,8 +385,13 @@ async function loadRegistry(api) {
   try {
     ({ agents } = await api.get("core/servicenet/agents"));
   } catch (err) {
-    const text = err.status === 404 ? "This node has no agent registry configured." : explain(err, "the registry's agents");
-    fill(body, notice(text, err.status === 502 || err.status === 504 ? "warn" : err.status === 403 || err.status === 404 ? "muted" : "error"));
+    // A node run without a registry (--registry-url "") is not failing: it
+    // says so, and the panel shows it as information.
+    if (err.code === "registry_not_configured") {
+      fill(body, notice("Not configured: this node runs without an agent registry.", "muted"));
+      return;
+    }
+    fill(body, notice(explain(err, "the registry's agents"), err.status === 502 || err.status === 504 ? "warn" : err.status === 403 || err.status === 404 ? "muted" : "error"));
     return;
   }
   if (!agents?.length) {
@@ -397,6 +404,19 @@ async function loadRegistry(api) {
     h("p", { class: "agent-tags" },
       a.requires_payment ? h("span", { class: "badge badge-warn" }, "paid (x402)") : h("span", { class: "badge badge-ok" }, "free"),
       a.requires_oauth ? h("span", { class: "badge badge-off" }, "OAuth") : null)))));
+}
+
+// panelsChangedBy names the panels whose reads an event of type can change.
+// Missions change the treasuries panel's counts; settlements and oracle
+// payments change balances (the node's, the identities', the treasuries');
+// identity events change the identities panel. An unknown type refreshes
+// them all rather than leave one stale.
+function panelsChangedBy(type) {
+  if (/^(identity|profile|controller_binding)\./.test(type)) return ["identities"];
+  if (/^(mission|game)\./.test(type)) return ["state", "identities", "treasuries"];
+  if (type === "payment.settled" || type === "oracle.settled") return ["state", "identities", "treasuries"];
+  if (/^(node|peer|servicenet|payment|oracle)\./.test(type)) return ["state"];
+  return ["state", "identities", "treasuries"];
 }
 
 // describe is the feed's one-line summary of an event.
@@ -432,8 +452,25 @@ function describe(ev, titles, names) {
     case "game.mission_pack.installed":
       return `mission pack ${p.pack_id} installed: ${num(p.mission_ids?.length)} missions`;
     case "peer.connected":
+      return `${p.kind ?? "peer"} link to ${p.remote ?? "?"} came up`;
     case "peer.disconnected":
-      return `${p.kind ?? "peer"} link ${p.remote ?? ""}`;
+      return `${p.kind ?? "peer"} link to ${p.remote ?? "?"} went down`;
+    case "oracle.feed.published":
+      return `${p.publisher ?? who(p.publisher_did)} published version ${num(p.version)} of feed ${p.feed}, `
+        + (p.price ? `${num(p.price)} cr a pull` : "free to pull");
+    case "oracle.subscribed":
+      return `${p.subscriber ?? who(p.subscriber_did)} subscribed to feed ${p.feed}, paying at most ${num(p.max_price)} cr a version`;
+    case "oracle.settled":
+      return `${p.subscriber ?? who(p.subscriber_did)} paid ${p.publisher ?? who(p.publisher_did)} ${num(p.price)} cr `
+        + `for version ${num(p.version)} of feed ${p.feed}`;
+    case "payment.authorized":
+      return `x402 payment of ${p.amount} authorized for agent ${p.agent_id} from account ${p.account_ref}`;
+    case "servicenet.invoked":
+      return `agent ${p.agent_id} invoked: ${p.status === "accepted" ? `task ${p.task_id} accepted` : "answered"}`;
+    case "servicenet.task.completed":
+      return `agent ${p.agent_id}: task ${p.task_id} completed`;
+    case "servicenet.task.failed":
+      return `agent ${p.agent_id}: task ${p.task_id} failed`;
     default:
       if (ev.type?.startsWith("servicenet.")) return `agent ${p.agent_id ?? "?"}${p.task_id ? `, task ${p.task_id}` : ""}`;
       return Object.keys(p).slice(0, 5).join(", ");

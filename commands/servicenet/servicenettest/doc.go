@@ -24,7 +24,8 @@
 // X-PAYMENT or PAYMENT-SIGNATURE, holds the authorization's payTo, value,
 // asset, network and validity window to its requirement, refuses a nonce seen
 // before, and recovers the signer of the EIP-712 signature, which must be the
-// authorization's from. A payment that passes is answered with the settlement
+// authorization's from (registrydev's facilitator, the one civnode
+// registry-dev runs). A payment that passes is answered with the settlement
 // receipt (X-PAYMENT-RESPONSE or PAYMENT-RESPONSE); one that fails gets 402
 // again. Every request is recorded (method, escaped path, headers, body) so a
 // test can assert what reached the registry, and what did not.

@@ -16,6 +16,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"github.com/civnode/civnode/commands/servicenet"
+	"github.com/civnode/civnode/commands/servicenet/registrydev"
 )
 
 // fixedWallet signs with a fixed key, so that the seeds are the same in
@@ -87,7 +88,7 @@ func FuzzVerifyPaymentHeader(f *testing.F) {
 	f.Add(uint8(1), "e30=")
 	f.Fuzz(func(t *testing.T, version uint8, header string) {
 		p := Price{Version: 1 + int(version%2)}.withDefaults()
-		r := &Registry{opts: Options{Now: func() time.Time { return now }}, nonces: map[string]bool{}}
+		r := &Registry{payments: registrydev.NewFacilitator(func() time.Time { return now })}
 		s, err := r.verify(p, header)
 		if err != nil {
 			return
@@ -96,7 +97,7 @@ func FuzzVerifyPaymentHeader(f *testing.F) {
 		if err != nil {
 			t.Fatalf("settled a header that is not base64: %v", err)
 		}
-		var doc paymentDoc
+		var doc registrydev.PaymentDoc
 		if err := json.Unmarshal(raw, &doc); err != nil {
 			t.Fatalf("settled a header that is not JSON: %v", err)
 		}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/civnode/civnode/commands/servicenet"
+	"github.com/civnode/civnode/commands/servicenet/registrydev"
 )
 
 // Route names one of the registry's four endpoints.
@@ -74,7 +75,7 @@ type Registry struct {
 	order     []string
 	agents    map[string]*agentState
 	tasks     map[taskKey]*task
-	nonces    map[string]bool
+	payments  *registrydev.Facilitator
 	requests  []Request
 	settled   []Settlement
 	refusals  []string
@@ -102,7 +103,7 @@ func New(tb testing.TB, opts Options) *Registry {
 		opts.Now = time.Now
 	}
 	r := &Registry{tb: tb, opts: opts, agents: map[string]*agentState{}, tasks: map[taskKey]*task{},
-		nonces: map[string]bool{}}
+		payments: registrydev.NewFacilitator(opts.Now)}
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
 	r.URL = r.srv.URL
 	tb.Cleanup(r.srv.Close)

@@ -3,8 +3,11 @@
 // http/console_browser_test.go (TestConsoleInBrowser) populated. It signs in,
 // waits for the live feed, publishes a mission over the API and waits for it
 // in the feed and on the board, claims it and waits for the card to move,
+// settles another, checks that the treasuries panel, the board and the
+// charts count what the node counts, that oracle events read as words,
 // checks the chain indicator, takes full-page screenshots at a laptop's and a
-// phone's size, and looks at the console with an observer token. Anything the
+// phone's size, looks at the console with an observer token, and at a node
+// without a registry, whose registry panel says "Not configured". Anything the
 // page reports (a console error or warning, an uncaught error, a CSP
 // violation, a request the node refused) fails it. Progress goes to stderr; a
 // JSON summary to stdout.
@@ -22,6 +25,9 @@ function env(name) {
 const base = env("CIVNODE_URL");
 const token = env("CIVNODE_TOKEN");
 const observerToken = env("CIVNODE_OBSERVER_TOKEN");
+// A second node, run without an agent registry (--registry-url ""), with the
+// same owner token.
+const noRegistryBase = env("CIVNODE_NO_REGISTRY_URL");
 const claimer = env("CIVNODE_CLAIMER");
 const desktopShot = env("CIVNODE_SCREENSHOT");
 const phoneShot = env("CIVNODE_SCREENSHOT_PHONE");
@@ -77,8 +83,8 @@ function recordViolations() {
   });
 }
 
-async function signIn(page, secret) {
-  await page.goto(`${base}/v1/console/`);
+async function signIn(page, secret, at = base) {
+  await page.goto(`${at}/v1/console/`);
   await page.getByLabel("Token", { exact: true }).fill(secret);
   await page.getByRole("button", { name: "Open the console" }).click();
   await page.locator("#app").waitFor({ state: "visible", timeout: WAIT });
@@ -158,6 +164,18 @@ try {
     .catch(() => fail("feed rows still name missions by id once the board has loaded"));
   log("every panel has loaded");
 
+  // A settlement moves balances and counts; the mission events after it
+  // (published, claimed) move counts alone, and the panels read from the API
+  // must take those from the feed too, not only settlements.
+  const completed = (await api("GET", "/v1/core/missions?state=completed")).missions;
+  if (completed.length === 0) fail("no completed mission to settle");
+  await api("POST", `/v1/core/missions/${completed[0].mission_id}/settle`, {});
+  await page.locator("#feed-list li", { hasText: `${completed[0].title} — settled` }).waitFor({ timeout: WAIT });
+  const afterSettle = (await api("GET", "/v1/civilization/metrics")).missions.paid.settlements;
+  await page.waitForFunction((n) => document.querySelector("#treasuries-body .help")?.textContent.startsWith(`${n} settlements paid`),
+    afterSettle, { timeout: WAIT }).catch(() => fail("the treasuries panel did not take the settlement"));
+  log(`settled ${completed[0].mission_id} over the API; the treasuries panel took it`);
+
   // A mission published over the API appears without a reload.
   const title = "Survey the outer reef";
   const mission = await api("POST", "/v1/core/missions", {
@@ -196,6 +214,34 @@ try {
       .catch(async () => fail(`${sel} says ${JSON.stringify(await page.locator(sel).textContent())}, want ${JSON.stringify(text)}`));
   }
   log("the charts agree with the node's metrics and tip");
+
+  // The treasuries panel, the board and the chart count the same missions
+  // after the live events, as the node's metrics do; the treasuries panel
+  // also says what the settlements paid.
+  const counts = `Missions: ${s.created} created, ${s.claimed} claimed, ${s.completed} completed, ${s.settled} settled.`;
+  const payments = `${missions.paid.settlements} settlements paid ${missions.paid.agent_credit} credits to agents and `
+    + `${missions.paid.treasury_share_credit} to treasuries.`;
+  for (const text of [counts, payments]) {
+    await page.waitForFunction((text) => document.querySelector("#treasuries-body .help")?.textContent.includes(text), text, { timeout: WAIT })
+      .catch(async () => fail(`the treasuries panel says ${JSON.stringify(await page.locator("#treasuries-body .help").textContent())}, want ${JSON.stringify(text)}`));
+  }
+  await page.waitForFunction((s) => ["created", "claimed", "completed", "settled"]
+    .every((st) => document.querySelectorAll(`#board .column[data-state="${st}"] .card`).length === s[st]), s, { timeout: WAIT })
+    .catch(async () => fail(`the board's columns hold ${JSON.stringify(await page.evaluate(() => Object.fromEntries(
+      [...document.querySelectorAll("#board .column")].map((c) => [c.dataset.state, c.querySelectorAll(".card").length]))))}, `
+      + `the node counts ${JSON.stringify(s)}`));
+  summary.treasuries = (await page.locator("#treasuries-body .help").textContent()).trim();
+  log(`the treasuries panel and the board agree: ${summary.treasuries}`);
+
+  // Oracle events are said in words, not as their payload's keys.
+  for (const text of ["grace published version 1 of feed prices.eth-usd, 5 cr a pull",
+    "ada subscribed to feed prices.eth-usd, paying at most 10 cr a version",
+    "ada paid grace 5 cr for version 1 of feed prices.eth-usd"]) {
+    await page.locator("#feed-list li", { hasText: text }).first().waitFor({ timeout: WAIT })
+      .catch(() => fail(`no feed row says ${JSON.stringify(text)}`));
+  }
+  summary.oracle_rows = await page.locator("#feed-list li", { hasText: "feed prices.eth-usd" }).count();
+  log("the feed says the oracle's events in words");
   summary.chain = await chainText(page);
   summary.feed_items = await page.locator("#feed-list li").count();
   summary.cards = await page.locator("#board .card").count();
@@ -288,6 +334,23 @@ try {
   if (obsProblems.length) fail(`with an observer token the page reported:\n  ${obsProblems.join("\n  ")}`);
   log("an observer sees the log, the stream and the charts, and is told what it may not read");
   await observer.close();
+
+  // A node without a registry: the registry panel says so as information,
+  // and the node's 503 registry_not_configured is the one refusal expected.
+  const bare = await browser.newContext({ viewport: { width: 1280, height: 900 }, reducedMotion: "reduce" });
+  await bare.addInitScript(recordViolations);
+  page = await bare.newPage();
+  const notConfigured = /^(Failed to load resource: the server responded with a status of 503|503 .*\/v1\/core\/servicenet\/agents)/;
+  const bareProblems = [];
+  watch(page, bareProblems, (text) => notConfigured.test(text));
+  await signIn(page, token, noRegistryBase);
+  const registryNotice = page.locator("#registry-body .notice.notice-muted", { hasText: "Not configured" });
+  await registryNotice.waitFor({ timeout: WAIT });
+  summary.no_registry = (await registryNotice.textContent()).trim();
+  bareProblems.push(...(await page.evaluate(() => window.__violations)).map((v) => `CSP: ${v}`));
+  if (bareProblems.length) fail(`on the node without a registry the page reported:\n  ${bareProblems.join("\n  ")}`);
+  log(`without a registry the panel says: ${summary.no_registry}`);
+  await bare.close();
 } catch (err) {
   if (page && !page.isClosed()) {
     const at = `${desktopShot}.failure.png`;

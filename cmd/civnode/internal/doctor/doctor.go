@@ -51,7 +51,8 @@ type Report struct {
 type Options struct {
 	// Addr is the node's listen address, host:port, as given to serve.
 	Addr string
-	// RegistryURL is the agent registry the node proxies; a valid URL.
+	// RegistryURL is the agent registry the node proxies: a valid URL, or
+	// "" for a node without one.
 	RegistryURL string
 	// Logger is the command's logger; doctor itself logs nothing to it.
 	Logger *slog.Logger
@@ -166,7 +167,7 @@ func (rep Report) WriteJSON(w io.Writer) error {
 // WriteText prints one line per check, a fix under each problem, and a
 // summary line.
 func (rep Report) WriteText(w io.Writer) error {
-	if _, err := fmt.Fprintf(w, "civnode doctor: data dir %s, addr %s, registry %s\n", rep.DataDir, rep.Addr, rep.RegistryURL); err != nil {
+	if _, err := fmt.Fprintf(w, "civnode doctor: data dir %s, addr %s, registry %s\n", rep.DataDir, rep.Addr, registryLabel(rep.RegistryURL)); err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -214,4 +215,13 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// registryLabel names the registry in the report's header: "none" for a
+// node without one.
+func registryLabel(url string) string {
+	if url == "" {
+		return "none"
+	}
+	return url
 }

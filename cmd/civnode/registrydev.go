@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/civnode/civnode/commands/servicenet/registrydev"
+)
+
+// newRegistryDevCommand is civnode registry-dev: a stand-in agent registry on
+// loopback, for trying the registry proxy on one machine (registrydev).
+func (m *Main) newRegistryDevCommand(g *globals) *cobra.Command {
+	var addr string
+	cmd := &cobra.Command{
+		Use:   "registry-dev",
+		Short: "Serve a stand-in agent registry on this machine, for trying the registry proxy offline",
+		Long: `registry-dev serves a stand-in for the agent registry, so that a node can be
+tried against one with no network (docs/servicenet.md):
+
+  civnode registry-dev --addr 127.0.0.1:7790
+  civnode serve --registry-url http://127.0.0.1:7790
+
+It has four agents: summarizer (free, answers at once), deep-research (free,
+accepts a task), market-data (paid with x402 v2, 10000 atomic USDC on Base
+Sepolia; payments are verified, EIP-712 signature included, and settled on no
+chain) and calendar (needs an OAuth access token from its /oauth/authorize and
+/oauth/token, which approve every request). Every request must be signed by a
+node key, as a registry requires. It keeps everything in memory and logs one
+line per request on stderr; Ctrl-C or SIGTERM stops it.`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := m.logger(g)
+			if err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("listen: %w", err)
+			}
+			base := "http://" + ln.Addr().String()
+			srv := &http.Server{Handler: registrydev.New(registrydev.Options{BaseURL: base, Logger: logger}),
+				ReadHeaderTimeout: 10 * time.Second}
+			if _, err := fmt.Fprintf(m.Stdout, "civnode registry-dev listening on %s\n", base); err != nil {
+				ln.Close()
+				return fmt.Errorf("print listening line: %w", err)
+			}
+			logger.Info("a stand-in registry: start a node with --registry-url "+base, "agents", "summarizer deep-research market-data calendar")
+			ctx := cmd.Context()
+			done := make(chan error, 1)
+			go func() { done <- srv.Serve(ln) }()
+			select {
+			case err := <-done:
+				return fmt.Errorf("serve: %w", err)
+			case <-ctx.Done():
+			}
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := srv.Shutdown(sctx); err != nil {
+				return fmt.Errorf("shut down: %w", err)
+			}
+			if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("serve: %w", err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7790", "listen address HOST:PORT")
+	return cmd
+}
