@@ -1,7 +1,10 @@
 // Package events holds the types and payloads of civnode's domain events: the
 // persisted schema that commands write and projections read. It imports only the
-// standard library, so both sides can share it without importing each other
-// (design.md).
+// standard library, so both sides can share it without importing each other.
+//
+// Types lists every event type a node writes, with what it records: the one
+// list the briefings count from, held by tests to the Type* constants and to
+// docs/events.md, which documents each type's payload.
 //
 // Payload structs are a persisted schema: every field has an explicit json tag, a
 // field is never renamed or retyped, and a new meaning is a new event type

@@ -1,6 +1,6 @@
 package events
 
-// Event types of the game layer (wire.md §3). Each records that a set of the
+// Event types of the game layer (docs/events.md). Each records that a set of the
 // catalog's mission templates was published as missions; the mission.created
 // events of the set precede it in the same append, so the chain never holds an
 // installed set whose missions are missing, nor a set's missions without the

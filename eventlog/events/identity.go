@@ -1,6 +1,6 @@
 package events
 
-// Event types of identities and the civilization layer (wire.md §3).
+// Event types of identities and the civilization layer (docs/events.md).
 const (
 	// TypeIdentityBootstrapped registers a new agent identity: its DID, its slug,
 	// its display name and the salt its key is derived from.

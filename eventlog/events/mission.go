@@ -2,7 +2,7 @@ package events
 
 import "encoding/json"
 
-// Event types of the mission lifecycle and its payments (wire.md §3, §7).
+// Event types of the mission lifecycle and its payments (docs/events.md).
 const (
 	// TypeMissionCreated publishes a mission: the full record as the publisher
 	// gave it, with its new mission_id and the DID that issued it.

@@ -2,7 +2,7 @@ package events
 
 import "encoding/json"
 
-// Event types of x402 payments (wire.md §9, docs/servicenet.md). A payment of
+// Event types of x402 payments (docs/servicenet.md). A payment of
 // a mission's reward is payment.settled with a mission_id (mission.go); an
 // x402 payment is payment.authorized, then payment.settled with rail "x402"
 // and no mission_id.

@@ -1,6 +1,6 @@
 package events
 
-// Event types of the node's links to other NATS servers (wire.md §3): a leaf
+// Event types of the node's links to other NATS servers (docs/events.md): a leaf
 // link (serve --nats-leaf) going up or down. They are facts about the node's
 // connectivity, appended by the node itself, so an observer reading the chain
 // knows when its events could reach a hub.

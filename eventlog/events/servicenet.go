@@ -1,6 +1,6 @@
 package events
 
-// Event types of the agent registry proxy (wire.md §9, docs/servicenet.md).
+// Event types of the agent registry proxy (docs/servicenet.md).
 //
 // The chain is exported to observers, so what an invocation asked and what it
 // answered stay between the caller and the registry: the events carry the
