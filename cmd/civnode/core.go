@@ -9,6 +9,7 @@ import (
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/eventlog"
 	civhttp "github.com/civnode/civnode/http"
+	"github.com/civnode/civnode/projections"
 )
 
 // openCore opens the node in d through core.Open, the one wiring that serve,
@@ -33,9 +34,9 @@ func openCore(ctx context.Context, d dataDir, key ed25519.PrivateKey, cfg core.C
 		c.Close()
 		return nil, err
 	}
-	for model, n := range skipped {
-		if n > 0 {
-			logger.Warn("events a read model could not apply", "model", model, "count", n)
+	for _, model := range projections.Models() {
+		if n := skipped[model.Name]; n > 0 {
+			logger.Warn("events a read model could not apply", "model", model.Name, "count", n)
 		}
 	}
 	return c, nil
