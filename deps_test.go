@@ -13,7 +13,7 @@ import (
 
 const module = "github.com/civnode/civnode/"
 
-// ownImports says which of our packages each package may import (design.md:
+// ownImports says which of our packages each package may import (docs/architecture.md:
 // arrows point inward, eventlog is the centre). Subpackages inherit the rule of
 // their top-level package and may import their parent.
 var ownImports = map[string][]string{
@@ -23,8 +23,9 @@ var ownImports = map[string][]string{
 	"stream":      {"eventlog"},
 	"http":        {"commands", "projections", "eventlog", "stream"},
 	"cmd":         {"*"},
-	// internal holds standard-library-only helpers (one atomic file writer)
-	// that any package may use; it imports nothing of ours.
+	// internal holds standard-library-only helpers (the one atomic file
+	// writer, the slog level floor, the median ops rate) that any package may
+	// use; it imports nothing of ours.
 	"internal": {},
 	// docs/examples holds programs an observer copies: they may lean on
 	// nothing of ours.
@@ -57,8 +58,7 @@ var thirdParty = map[string][]string{
 	// GET /v1/metrics: the registry lives with the server that serves it;
 	// the log and the registry client report through plain hooks.
 	"github.com/prometheus/": {"http"},
-	// The Merkle tree, its proofs, tiles and signed checkpoints (wire.md
-	// §11): kept and signed by the log, checked by the observer's commands.
+	// The Merkle tree, its proofs, tiles and signed checkpoints (docs/transparency.md): kept and signed by the log, checked by the observer's commands.
 	"golang.org/x/mod/sumdb": {"eventlog", "http", "cmd", "docs"},
 }
 

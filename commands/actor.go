@@ -1,7 +1,7 @@
 package commands
 
 // Actor is who a request acts as, resolved from its bearer token by the HTTP layer
-// (wire.md §2). Commands decide what an actor may do; the token itself never
+// (docs/tokens.md). Commands decide what an actor may do; the token itself never
 // reaches this package.
 type Actor struct {
 	// TokenID names the token in audit entries ("token:<id>"); not secret.

@@ -2,7 +2,7 @@ package commands
 
 import "github.com/civnode/civnode/eventlog/events"
 
-// Who may act for whom (wire.md §2). These rules are the whole authorisation model:
+// Who may act for whom (docs/tokens.md). These rules are the whole authorisation model:
 // identity commands apply them, and so do later commands (missions) that act for
 // an identity or govern a subnet.
 //

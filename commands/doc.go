@@ -3,8 +3,10 @@
 // payments, the oracle). A command validates its input, reads current state
 // through small interfaces it declares, checks the rules and decides events,
 // which it appends through eventlog.Log.Decide, so that every decision sees the
-// ones before it. The one other writer today is serve's record of its NATS
-// leaf links (cmd/civnode/peers.go), which appends peer events as it sees them.
+// ones before it. Peers, the record of the node's NATS leaf links, appends
+// without a decision: its events say what the node observed, and no state
+// refuses one. Nothing else in civnode appends to a node's chain (bench
+// measures the bare log on a scratch one).
 //
 // The rules that are game content rather than code — which factions, roles and
 // strategies exist, which missions the game publishes — come from the game

@@ -8,7 +8,7 @@ import (
 )
 
 // Kind classifies a refused command; the HTTP layer maps each kind to one status
-// (wire.md §1) in its single mapping function.
+// (docs/api.md) in its single mapping function.
 type Kind uint8
 
 const (

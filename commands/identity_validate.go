@@ -11,7 +11,7 @@ import (
 	"github.com/civnode/civnode/eventlog"
 )
 
-// Input rules of the identity commands (wire.md §8). An empty string is never a
+// Input rules of the identity commands (docs/api.md). An empty string is never a
 // value: optional fields are unset with null (or by leaving them out), so "" is
 // refused rather than stored as a second kind of "unset".
 var (

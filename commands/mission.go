@@ -46,7 +46,7 @@ type MissionOptions struct {
 }
 
 // Mission runs the mission lifecycle: create, claim, complete and settle
-// (wire.md §7). Each decides its events on the log's sequencer
+// (docs/api.md). Each decides its events on the log's sequencer
 // (eventlog.Log.Decide) against the decision models, so every rule is checked
 // against every decision before it: of sixteen concurrent claims of one mission
 // exactly one wins, and a mission is settled and paid at most once. Durability

@@ -79,7 +79,7 @@ func (c *Mission) Claimable(a Actor, m events.MissionRef, id events.IdentityRef,
 }
 
 // ActiveController reports whether id has an active controller binding: without
-// one an agent cannot receive tasks (spec "Profile and controller binding").
+// one an agent cannot receive tasks (docs/identity.md).
 func ActiveController(id events.IdentityRef) bool {
 	return id.Binding != nil && id.Binding.Active
 }

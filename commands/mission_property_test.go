@@ -16,7 +16,7 @@ import (
 // The property test drives the mission commands with random sequences of
 // create, claim, complete and settle by random actors with random inputs, valid
 // or not, interleaved with changes to the agents' bindings and profiles. An
-// oracle, a direct transcription of the rules of wire.md §7, predicts each
+// oracle, a direct transcription of the mission rules of docs/api.md, predicts each
 // outcome. After every step it checks that
 //   - the command did what the oracle predicted: the same refusal (kind and code)
 //     or success, and a refusal appended nothing;

@@ -13,7 +13,7 @@ import (
 	"github.com/civnode/civnode/eventlog/events"
 )
 
-// Input rules of the mission commands (wire.md §7).
+// Input rules of the mission commands (docs/api.md).
 const (
 	maxTitle       = 200       // runes
 	maxDescription = 10000     // runes

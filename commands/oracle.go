@@ -13,7 +13,7 @@ import (
 	"github.com/civnode/civnode/eventlog/events"
 )
 
-// The oracle (spec "What the service does" 9; docs/oracle.md): identities of
+// The oracle (docs/oracle.md): identities of
 // this node publish signed data feeds; others subscribe with a price ceiling
 // and pay the publisher, in credits, for each version they pull. It has no
 // HTTP endpoint: civnode oracle runs these commands on the data dir, or

@@ -14,7 +14,7 @@ import (
 	"github.com/civnode/civnode/commands/servicenet"
 )
 
-// Payment accounts (wire.md §9): the EVM keys the node pays x402 invoices
+// Payment accounts (docs/servicenet.md): the EVM keys the node pays x402 invoices
 // with, each named by a ref that an invoke's payment_account_ref names, and
 // each with its own spending limits. The key is a 0600 file kept by a
 // servicenet.Keystore; the account's record (address and limits) is

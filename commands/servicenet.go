@@ -47,10 +47,10 @@ type ServicenetOptions struct {
 	PollInterval, PollMax time.Duration
 }
 
-// Servicenet runs the agent registry proxy (spec "Agent registry proxy",
-// wire.md §9): it lists agents and cards, invokes agents (checking input
-// against the card's schema, asking for OAuth consent, paying x402 invoices
-// within the account's limits) and follows their tasks. Every invocation the
+// Servicenet runs the agent registry proxy (docs/servicenet.md): it lists
+// agents and cards, invokes agents (checking input against the card's schema,
+// asking for OAuth consent, paying x402 invoices within the account's limits)
+// and follows their tasks. Every invocation the
 // registry accepted, every payment authorized and settled, and every task's
 // end is an event; a refused or failed call records nothing.
 type Servicenet struct {
@@ -103,7 +103,7 @@ func (c *Servicenet) Card(ctx context.Context, a Actor, agentID string) (service
 }
 
 // registryError turns a registry failure into the command error the client
-// sees (wire.md §1: 502 registry_unavailable, 504 registry_timeout).
+// sees (docs/api.md: 502 registry_unavailable, 504 registry_timeout).
 func registryError(err error, agentID string) error {
 	if err == nil {
 		return nil

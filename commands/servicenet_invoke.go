@@ -13,7 +13,7 @@ import (
 	"github.com/civnode/civnode/eventlog/events"
 )
 
-// InvokeInput is the invoke body (spec "Invoke body").
+// InvokeInput is the invoke body (docs/servicenet.md, "Invoking").
 type InvokeInput struct {
 	// Message is the natural-language instruction; required.
 	Message *string `json:"message"`

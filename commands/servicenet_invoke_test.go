@@ -506,7 +506,7 @@ func TestServicenetMalformedAnswers(t *testing.T) {
 	}
 }
 
-// TestServicenetPathInjection: ids outside wire.md's alphabet are refused
+// TestServicenetPathInjection: ids outside the registry id alphabet are refused
 // before any request leaves the node.
 func TestServicenetPathInjection(t *testing.T) {
 	n := newSNNode(t, snConfig{})

@@ -10,7 +10,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// An invoke's input must match its agent's input_schema (spec "Invoke body").
+// An invoke's input must match its agent's input_schema (docs/servicenet.md, "Invoking").
 // The schema comes from the registry, so it is untrusted: it may not make the
 // node read a file or fetch a URL ($ref resolves inside the schema only), and
 // compiled schemas are cached by content, bounded.

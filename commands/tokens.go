@@ -17,7 +17,7 @@ import (
 	"github.com/civnode/civnode/eventlog/events"
 )
 
-// Agent and observer tokens (wire.md §2, beyond the spec): the owner issues them,
+// Agent and observer tokens (docs/tokens.md): the owner issues them,
 // rotates and revokes them; the HTTP layer turns a presented secret into an Actor
 // through Authenticate. The owner token is not one of them: it lives in
 // control.token and the HTTP layer checks it itself.
@@ -329,7 +329,7 @@ func (t *Tokens) audit(ctx context.Context, action string, actor Actor, rec *tok
 	return nil
 }
 
-// auditActor names actor in audit entries (wire.md §5): "token:<id>" for a
+// auditActor names actor in audit entries (docs/api.md): "token:<id>" for a
 // request, the node DID for the node acting on its own behalf.
 func (t *Tokens) auditActor(a Actor) string {
 	if a.TokenID == "" {

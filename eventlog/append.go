@@ -42,7 +42,8 @@ type request struct {
 	drafts   []Draft
 	payloads [][]byte // canonical payloads of drafts, when known before sequencing
 	decide   func() ([]Draft, error)
-	n        int // events this request put in its group
+	stored   []*pending // events signed elsewhere, checked but not yet placed (Ingest)
+	n        int        // events this request put in its group
 	events   []Event
 	err      error
 	done     chan struct{}
@@ -256,6 +257,15 @@ const groupLinger = 200 * time.Microsecond
 // sequence decides and chains one request into g, all or nothing.
 func (l *Log) sequence(g *group, r *request, signer *signer) {
 	g.reqs = append(g.reqs, r)
+	if r.stored != nil {
+		l.placeStored(g, r)
+		return
+	}
+	if l.seq.next == 1 {
+		// Only Ingest may give an empty log (Options.Ingest) its genesis.
+		r.err = fmt.Errorf("%w: the log has no genesis event yet", ErrInvalidDraft)
+		return
+	}
 	drafts := r.drafts
 	if r.decide != nil {
 		var err error
@@ -398,6 +408,13 @@ func (l *Log) commit(g *group) error {
 	if last.tree != nil {
 		b.Set(metaTreeSizeKey, appendU64(nil, last.ev.Seq), nil)
 	}
+	first := g.pending[0].ev
+	if first.Seq == 1 {
+		// An ingested genesis event: Open wrote none (Options.Ingest).
+		b.Set(metaSchemaKey, []byte(schemaVersion), nil)
+	}
+	l.commitMu.Lock()
+	defer l.commitMu.Unlock()
 	start := time.Now()
 	err := withFatal(func() error { return b.Commit(pebble.Sync) })
 	if l.onGroup != nil {
@@ -416,6 +433,9 @@ func (l *Log) commit(g *group) error {
 		l.typeCounts[p.ev.Type] = p.ordinal
 	}
 	l.tip = Tip{Seq: last.ev.Seq, ID: last.ev.ID, Micros: last.micros}
+	if first.Seq == 1 {
+		l.root = first.ID
+	}
 	l.mu.Unlock()
 	return nil
 }

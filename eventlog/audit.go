@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// AuditEntry records one administrative action (wire.md §5). Audit entries are
+// AuditEntry records one administrative action (docs/api.md). Audit entries are
 // not chained and not signed; they live in their own key space.
 type AuditEntry struct {
 	ID        string          `json:"id"`

@@ -5,9 +5,10 @@ import (
 	"context"
 	"crypto/ed25519"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
+
+	"github.com/civnode/civnode/internal/opsrate"
 )
 
 // The machine's own limits, measured in the same run as the figures they qualify.
@@ -17,7 +18,7 @@ import (
 // does not set the figure.
 func signRate(key ed25519.PrivateKey) float64 {
 	msg := bytes.Repeat([]byte("x"), 300)
-	return medianRate(func() { ed25519.Sign(key, msg) })
+	return opsrate.Median(func() { ed25519.Sign(key, msg) })
 }
 
 // verifyRate is single-core Ed25519 verifications per second, measured likewise.
@@ -25,21 +26,7 @@ func verifyRate(key ed25519.PrivateKey) float64 {
 	msg := bytes.Repeat([]byte("x"), 300)
 	sig := ed25519.Sign(key, msg)
 	pub := key.Public().(ed25519.PublicKey)
-	return medianRate(func() { ed25519.Verify(pub, msg, sig) })
-}
-
-func medianRate(op func()) float64 {
-	const bursts, n = 7, 500
-	rates := make([]float64, bursts)
-	for i := range rates {
-		start := time.Now()
-		for range n {
-			op()
-		}
-		rates[i] = n / time.Since(start).Seconds()
-	}
-	slices.Sort(rates)
-	return rates[bursts/2]
+	return opsrate.Median(func() { ed25519.Verify(pub, msg, sig) })
 }
 
 func BenchmarkEd25519Sign(b *testing.B) {

@@ -35,7 +35,7 @@ type BundleSummary struct {
 }
 
 // WriteBundle streams the whole chain up to the current tip as a signed export
-// bundle (wire.md §4). It holds one event in memory at a time and stops once ctx
+// bundle (docs/wire-formats.md). It holds one event in memory at a time and stops once ctx
 // is done; the seal covers the tip fixed when the call starts, so the framing
 // after the events is known upfront.
 func (l *Log) WriteBundle(ctx context.Context, w io.Writer, h BundleHeader, progress func(seq uint64)) (BundleSummary, error) {
@@ -59,7 +59,7 @@ func (l *Log) WriteBundle(ctx context.Context, w io.Writer, h BundleHeader, prog
 	}
 	sig := ed25519.Sign(l.key, sealedBytes(s.RootHash, s.TipHash, s.GeneratedAt))
 	s.Signature = base64.StdEncoding.EncodeToString(sig)
-	// The checkpoint of the same event_count (wire.md §11): a verifier
+	// The checkpoint of the same event_count (docs/transparency.md): a verifier
 	// recomputes the tree's root from the events and holds it to this.
 	_, checkpoint, err := l.TreeCheckpointAt(int64(tip.Seq))
 	if err != nil {

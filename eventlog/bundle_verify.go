@@ -21,7 +21,7 @@ type BundleReport struct {
 	TipHash     string
 	EventCount  uint64
 	// TreeRoot is the Merkle tree's root recomputed from the events
-	// (wire.md §11), and Checkpoint whether the bundle carried a checkpoint,
+	// (docs/transparency.md), and Checkpoint whether the bundle carried a checkpoint,
 	// which then verified under the chain's key and named that root and
 	// EventCount. A bundle from before the tree has none.
 	TreeRoot   tlog.Hash
@@ -40,6 +40,12 @@ type BundleReport struct {
 // re-escaped, numbers written another way) verifies as the original does, and
 // fails at the same seq when a value was changed.
 func VerifyBundle(ctx context.Context, r io.Reader, progress func(seq uint64)) (BundleReport, error) {
+	return verifyBundle(ctx, r, progress, nil)
+}
+
+// verifyBundle is VerifyBundle, handing each event to sink, when set, in
+// chain order as soon as it has verified and taken its place.
+func verifyBundle(ctx context.Context, r io.Reader, progress func(seq uint64), sink func(*link) error) (BundleReport, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	bad := func(format string, args ...any) error { return chainErr(ErrBadBundle, 0, format, args...) }
@@ -94,6 +100,7 @@ func VerifyBundle(ctx context.Context, r io.Reader, progress func(seq uint64)) (
 			// chain once both are read.
 			cursor = newChainCursor("", nil)
 			cursor.tree = newTreeFrontier()
+			cursor.sink = sink
 			if err := verifyBundleEvents(ctx, dec, cursor, progress); err != nil {
 				return BundleReport{}, err
 			}

@@ -52,7 +52,7 @@
 //	                                 ids: the stored hashes (32 bytes each, tlog's
 //	                                 numbering) of up to 128 consecutive events of
 //	                                 one batch, keyed by the index of the first
-//	                                 (tree.go, wire.md §11)
+//	                                 (tree.go, docs/transparency.md)
 //
 // The type index stores each event's ordinal within its type, so a query's total is a
 // subtraction, not a count. All keys of one group of appends are written in one Pebble
@@ -97,7 +97,7 @@
 //
 // # Export bundle
 //
-// A bundle is the full chain framed as wire.md §4 describes; bundle_signature is
+// A bundle is the full chain framed as docs/wire-formats.md describes; bundle_signature is
 // Ed25519 over the JCS of {"chain_root_hash","chain_tip_hash","generated_at"}.
 // WriteBundle streams it and VerifyBundle checks one in constant memory.
 //

@@ -58,6 +58,12 @@ type Options struct {
 	// default DefaultModelCacheSize.
 	ModelCacheSize int64
 
+	// Ingest opens a new, empty log without writing a genesis event: its
+	// chain, genesis first, comes from elsewhere through Log.Ingest (an
+	// import of an export bundle). On a log that has events it changes
+	// nothing.
+	Ingest bool
+
 	// FS replaces Pebble's file system; tests use it to inject faults.
 	FS vfs.FS
 
@@ -101,6 +107,10 @@ type Log struct {
 
 	closeMu sync.RWMutex
 	closed  bool
+
+	// commitMu is held by the committer from a group's commit to the new
+	// tip, so that Backup copies the store at a tip it knows.
+	commitMu sync.Mutex
 
 	mu         sync.RWMutex // guards the committed view below
 	tip        Tip
@@ -197,7 +207,10 @@ func Open(opts Options) (*Log, error) {
 		torn.Seq, l.torn = l.tip.Seq, torn
 		l.log.Warn(torn.Error())
 	}
-	if l.tip.Seq == 0 {
+	if l.typeCounts == nil {
+		l.typeCounts = map[string]uint64{} // an empty store, before its genesis
+	}
+	if l.tip.Seq == 0 && !opts.Ingest {
 		if err := l.writeGenesis(); err != nil {
 			db.Close()
 			return nil, err

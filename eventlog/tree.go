@@ -7,7 +7,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 )
 
-// The Merkle tree over the chain (wire.md §11): leaf i is the event with seq
+// The Merkle tree over the chain (docs/transparency.md): leaf i is the event with seq
 // i+1, its data the 32 bytes of the event's id, hashed as RFC 9162 says. The
 // tree is kept as tlog's stored hashes: record n adds the hashes at
 // tlog.StoredHashIndex(0, n) onwards, one per subtree it completes, so the
@@ -19,7 +19,7 @@ import (
 // treeChunkRecords consecutive events of one batch, under the stored index of
 // its first hash. A group commit thus adds one or a few keys for the tree, not
 // two per event: the store's cost is per key, and the tree must cost appends
-// little (design.md: at most 5%). A stored hash is read by seeking to the
+// little (docs/benchmarks.md: at most 5%). A stored hash is read by seeking to the
 // chunk at or before its index.
 
 // spaceTree holds the chunks: 0x09 <stored index of the chunk's first hash

@@ -58,7 +58,7 @@ func openTreeBenchLog(b *testing.B, n int64) *Log {
 }
 
 // BenchmarkProveInclusion times inclusion proofs of random events in a tree
-// of a million events (design.md: p99 under 2 ms), beside the machine's own
+// of a million events (docs/benchmarks.md: p99 under 2 ms), beside the machine's own
 // limit measured first on the idle store: the median time of one stored-hash
 // read times the hashes a proof reads. x_limit is the p50 over that bound.
 func BenchmarkProveInclusion(b *testing.B) {

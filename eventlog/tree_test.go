@@ -36,7 +36,7 @@ func rfc9162Root(leaves [][]byte) [32]byte {
 }
 
 // TestTreeChainVector: the root of the tree over the events of
-// spec/vectors/chain-v1.json, computed through the node's tree, equals the
+// testdata/vectors/chain-v1.json, computed through the node's tree, equals the
 // RFC's root over the vector's own ids, and the committed golden root.
 func TestTreeChainVector(t *testing.T) {
 	v := loadVector(t)

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 )
 
-// A checkpoint is the tree head signed by the node (wire.md §11): a C2SP
+// A checkpoint is the tree head signed by the node (docs/transparency.md): a C2SP
 // tlog-checkpoint body — origin, size, base64 root, one per line — in a C2SP
 // signed note, whose key name is the origin, civnode/<node_did>.
 

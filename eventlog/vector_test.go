@@ -12,7 +12,7 @@ import (
 )
 
 // chainVector is the shape of testdata/vectors/chain-v1.json, a chain computed by an
-// implementation independent of this one (copied from spec/vectors).
+// implementation independent of this one (docs/wire-formats.md shows it).
 type chainVector struct {
 	SeedHex         string `json:"seed_hex"`
 	PublicKeyBase64 string `json:"public_key_base64"`

@@ -15,7 +15,7 @@ import (
 // having the recorded id pins every event before it, since each id covers the
 // prev_hash of its event. It lives under meta key "verified" (doc.go), beside
 // the chain and not in it: it is the operator's note, not history. It is not
-// the transparency log's signed checkpoint (wire.md §11), which is a statement
+// the transparency log's signed checkpoint (docs/transparency.md), which is a statement
 // the node makes to observers; this one the node makes to itself.
 //
 // What a checkpoint does not pin is the stored bytes of the older events: a

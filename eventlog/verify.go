@@ -91,6 +91,8 @@ type chainCursor struct {
 	// tree, if set, grows by each event's leaf, so a bundle's checkpoint can
 	// be checked against the events themselves (bundle_verify.go).
 	tree *treeFrontier
+	// sink, if set, is given each event once it has taken its place.
+	sink func(*link) error
 }
 
 func newChainCursor(did string, pub ed25519.PublicKey) *chainCursor {
@@ -251,6 +253,12 @@ func verifyPipeline(ctx context.Context, pub ed25519.PublicKey, next func() *lin
 			cancel()
 			return err
 		}
+		if c.sink != nil {
+			if err := c.sink(k); err != nil {
+				cancel()
+				return err
+			}
+		}
 		if progress != nil {
 			progress(k.ev.Seq)
 		}
@@ -299,7 +307,7 @@ func (l *Log) VerifyFrom(ctx context.Context, from uint64, progress func(seq uin
 		}
 	} else {
 		// A walk from genesis also grows the Merkle tree over the ids it
-		// checks, to hold the stored tree to the chain (wire.md §11).
+		// checks, to hold the stored tree to the chain (docs/transparency.md).
 		c.tree = newTreeFrontier()
 	}
 	errs := make(chan error, 1)

@@ -8,7 +8,7 @@ import (
 	"github.com/civnode/civnode/commands"
 )
 
-// Payment accounts (wire.md §9, docs/servicenet.md): the owner creates and
+// Payment accounts (docs/servicenet.md): the owner creates and
 // lists the EVM accounts the registry proxy pays x402 invoices from. This is
 // what `civnode wallet` calls when the node runs. No answer ever carries a
 // key: the key stays in its 0600 file in the data directory.

@@ -9,7 +9,7 @@ import (
 	"github.com/civnode/civnode/eventlog"
 )
 
-// auditResponse is GET /v1/audit (wire.md §5).
+// auditResponse is GET /v1/audit (docs/api.md).
 type auditResponse struct {
 	Entries []eventlog.AuditEntry `json:"entries"`
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/civnode/civnode/eventlog"
 )
 
-// Tokens is the service behind agent and observer tokens (wire.md §2);
+// Tokens is the service behind agent and observer tokens (docs/tokens.md);
 // *commands.Tokens satisfies it. Authenticate serves every request; the rest serve
 // the admin endpoints (admin.go). It mirrors the service one to one, which is why
 // it is wider than our usual interface.
@@ -51,7 +51,7 @@ func requestActor(ctx context.Context) commands.Actor {
 	return a
 }
 
-// auditActor is the audit actor of requests made as a (wire.md §5). It names the
+// auditActor is the audit actor of requests made as a (docs/api.md). It names the
 // token by id, never by its secret.
 func auditActor(a commands.Actor) string { return "token:" + a.TokenID }
 

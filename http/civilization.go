@@ -12,7 +12,7 @@ import (
 	"github.com/civnode/civnode/projections"
 )
 
-// The identity and civilization endpoints (wire.md §8, docs/api.md).
+// The identity and civilization endpoints (docs/api.md).
 // Writes go through commands.Identity, which appends before it returns, and their
 // answers are read back from the read model, which OnCommit has already updated:
 // a 200 is durable and every later read sees it. Who may act for whom is decided by

@@ -14,7 +14,7 @@ import (
 // decodeJSON reads r's body into dst, which must be a pointer to a struct. The body
 // must be exactly one I-JSON value (RFC 7493; see checkIJSON), no larger than the
 // body limit, with no field that dst does not declare: a typo such as agent_credits
-// must fail loudly instead of silently becoming 0 (wire.md §1). Every failure is an
+// must fail loudly instead of silently becoming 0 (docs/api.md). Every failure is an
 // *Error for the client, except a dst that cannot be decoded into at all, which is a
 // programming error (500).
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {

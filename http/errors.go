@@ -19,7 +19,7 @@ import (
 // server renders it through errorResponse.
 type Error struct {
 	Status  int    // HTTP status
-	Code    string // stable snake_case code (wire.md §1)
+	Code    string // stable snake_case code (docs/api.md)
 	Message string // for humans; never holds a secret
 	Field   string // the one input field at fault, if any
 	// RetryAfter, when set, is sent as the Retry-After header in whole
@@ -34,7 +34,7 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s", e.Code, e.Message)
 }
 
-// Codes of wire.md §1 that this package produces, plus the availability codes that
+// The error codes (docs/api.md, "Conventions") that this package produces, plus the availability codes that
 // table leaves open.
 const (
 	codeInvalidJSON         = "invalid_json"
@@ -99,7 +99,7 @@ func invalidQuery(param, format string, args ...any) *Error {
 		Message: fmt.Sprintf(format, args...)}
 }
 
-// tileNotFound is a hash tile the tree has not grown to yet (wire.md §11).
+// tileNotFound is a hash tile the tree has not grown to yet (docs/transparency.md).
 func tileNotFound(path string, treeSize int64) *Error {
 	return &Error{Status: http.StatusNotFound, Code: codeTileNotFound,
 		Message: fmt.Sprintf("tile %s is beyond the tree, which has %d events", path, treeSize)}
@@ -126,7 +126,7 @@ func errBatchBudgetSpent(budget int) *Error {
 }
 
 // rateLimited is a request over a rate limit, which may be sent again after
-// wait (wire.md §1).
+// wait (docs/api.md).
 func rateLimited(wait time.Duration, msg string) *Error {
 	return &Error{Status: http.StatusTooManyRequests, Code: codeRateLimited, Message: msg, RetryAfter: wait}
 }
@@ -160,13 +160,13 @@ var (
 		Message: "the live stream is not running (the node is shutting down)"}
 )
 
-// commandStatus is the status of each kind of refused command (wire.md §1).
+// commandStatus is the status of each kind of refused command (docs/api.md).
 var commandStatus = map[commands.Kind]int{
 	commands.KindInvalid:   http.StatusBadRequest,
 	commands.KindForbidden: http.StatusForbidden,
 	commands.KindNotFound:  http.StatusNotFound,
 	commands.KindConflict:  http.StatusConflict,
-	// The registry proxy's upstream failures (wire.md §1).
+	// The registry proxy's upstream failures (docs/api.md).
 	commands.KindUpstream:        http.StatusBadGateway,
 	commands.KindUpstreamTimeout: http.StatusGatewayTimeout,
 	// A fault of the node's own that its operator must fix, which the
@@ -174,7 +174,7 @@ var commandStatus = map[commands.Kind]int{
 	commands.KindFault: http.StatusInternalServerError,
 }
 
-// errorBody is the JSON shape of every failure (wire.md §1).
+// errorBody is the JSON shape of every failure (docs/api.md).
 type errorBody struct {
 	Error string `json:"error"`
 	Code  string `json:"code"`

@@ -28,7 +28,7 @@ type exportSealedDetail struct {
 }
 
 // handleExport answers GET /v1/events/export with a signed bundle of the whole
-// chain (wire.md §4), streamed as the log writes it: a bundle can be far larger than
+// chain (docs/wire-formats.md), streamed as the log writes it: a bundle can be far larger than
 // memory, so it is never built whole. The route has no handler timeout; instead each
 // write to the client must make progress within exportWriteIdle, so a stalled client
 // is cut off while a long export that keeps moving runs to the end.

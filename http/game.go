@@ -12,7 +12,7 @@ import (
 	"github.com/civnode/civnode/projections"
 )
 
-// The game layer's state and installs (spec "Game layer"; docs/game.md). The
+// The game layer's state and installs (docs/game.md). The
 // installs go through commands.Game, which publishes through the mission rules
 // and records the set as installed in the same append; every answer is read back
 // from the read models, which OnCommit has updated before the command returns,

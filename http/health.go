@@ -6,7 +6,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 )
 
-// healthResponse is the liveness answer: one string field (control-api.md).
+// healthResponse is the liveness answer: one string field (docs/api.md).
 type healthResponse struct {
 	Status string `json:"status"`
 }

@@ -124,7 +124,7 @@ func (r response) decode(t *testing.T, v any) {
 }
 
 // wantError checks an error response's status, code and field, and that the body
-// has exactly the wire.md §1 keys.
+// has exactly the keys of the error shape (docs/api.md, "Conventions").
 func (r response) wantError(t *testing.T, status int, code, field string) {
 	t.Helper()
 	if r.status != status {

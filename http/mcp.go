@@ -13,9 +13,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/civnode/civnode/commands"
+	"github.com/civnode/civnode/internal/loglevel"
 )
 
-// POST /mcp serves the control API as MCP tools (wire.md §9) through the
+// POST /mcp serves the control API as MCP tools (docs/mcp.md) through the
 // official Go SDK's Streamable HTTP transport, in its stateless mode with JSON
 // responses: every POST is one JSON-RPC exchange answered by one
 // application/json body, with no session to keep and no GET stream (GET and
@@ -52,7 +53,7 @@ const mcpInstructions = "civnode's control API as tools. Each tool runs what its
 
 // mcpRoutes registers POST /mcp.
 func (s *Server) mcpRoutes() {
-	logger := slog.New(minLevel{s.logger.Handler(), slog.LevelWarn}).With("api", "mcp")
+	logger := slog.New(loglevel.Floor(s.logger.Handler(), slog.LevelWarn)).With("api", "mcp")
 	srv := mcp.NewServer(&mcp.Implementation{Name: "civnode", Title: "civnode control API", Version: mcpServerVersion},
 		&mcp.ServerOptions{
 			Instructions: mcpInstructions,
@@ -186,23 +187,4 @@ func (w *mcpResponseWriter) transportError(bodyLimit int64) error {
 		return fmt.Errorf("mcp transport: %d %s", w.status, msg)
 	}
 	return &Error{Status: w.status, Code: codeBadRequest, Message: msg}
-}
-
-// minLevel drops records below level: the SDK logs every stateless request's
-// session at Info, which would double the request log.
-type minLevel struct {
-	slog.Handler
-	level slog.Level
-}
-
-func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.level && h.Handler.Enabled(ctx, l)
-}
-
-func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return minLevel{h.Handler.WithAttrs(attrs), h.level}
-}
-
-func (h minLevel) WithGroup(name string) slog.Handler {
-	return minLevel{h.Handler.WithGroup(name), h.level}
 }

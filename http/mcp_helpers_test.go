@@ -21,7 +21,7 @@ import (
 	"github.com/civnode/civnode/eventlog"
 )
 
-// fakeRegistry is the agent registry of the MCP tests (wire.md §9). Agent
+// fakeRegistry is the agent registry of the MCP tests (docs/servicenet.md). Agent
 // "echo" completes at once with {"echo": <message>}; agent "slow" accepts,
 // and its task is running at its first poll and completed, with
 // {"answer": 42}, from the second on; agent "stuck" accepts a task that never

@@ -18,7 +18,7 @@ import (
 	"github.com/civnode/civnode/eventlog/events"
 )
 
-// The MCP tools (wire.md §9). A tool is its HTTP route by other means: it runs
+// The MCP tools (docs/mcp.md). A tool is its HTTP route by other means: it runs
 // the route's command or read with the caller's actor, under the route's
 // flags, and answers with the route's body. In order, as the route would:
 //

@@ -15,7 +15,7 @@ import (
 	"github.com/civnode/civnode/projections"
 )
 
-// The mission endpoints (spec "Missions", wire.md §7). Writes go through
+// The mission endpoints (docs/api.md, "Missions"). Writes go through
 // commands.Mission, which appends before it returns; every write answers with the
 // full mission record its own event's fold produced (writtenMission), which is
 // durable with the event, so a 200 is durable and every later read sees it. Who may act for

@@ -23,7 +23,7 @@ import (
 // concurrent clients (keep-alive connections) and reports requests per second,
 // the median and 99th percentile latency, and, beside them, this machine's
 // single-core Ed25519 signing rate measured in the same run (signs/s), the limit
-// design.md's targets are stated against. See docs/benchmarks.md.
+// the targets of docs/benchmarks.md are stated against. See docs/benchmarks.md.
 func BenchmarkHTTPCreateMission(b *testing.B) {
 	for _, clients := range []int{1, 64} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {

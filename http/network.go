@@ -8,7 +8,7 @@ import (
 	"github.com/civnode/civnode/stream"
 )
 
-// networkStatus is GET /v1/client/network/status (wire.md §6): the embedded NATS
+// networkStatus is GET /v1/client/network/status (docs/api.md): the embedded NATS
 // server, its leaf-node links and the live stream's clients. Without NATS
 // (Options.Stream nil) it is nats.enabled false and zeros.
 type networkStatus struct {

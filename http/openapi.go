@@ -24,8 +24,9 @@ var openAPIETag = func() string {
 }()
 
 // handleOpenAPI answers GET /v1/openapi.json with the embedded document, byte
-// for byte. Any token may read it, since it holds no node data. The document
-// is fixed per build, so a client may keep it and revalidate with
+// for byte. Like the console it needs no token: it holds no node data, and
+// code generators read it where no token is configured. The document is
+// fixed per build, so a client may keep it and revalidate with
 // If-None-Match; no-cache rather than the API's usual no-store allows exactly
 // that.
 func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {

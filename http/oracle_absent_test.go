@@ -13,8 +13,8 @@ import (
 	"github.com/civnode/civnode/eventlog"
 )
 
-// TestNoOracleRoute holds the spec's rule that the oracle is operated by
-// command line only ("What the service does" 9, wire.md §10): a server with
+// TestNoOracleRoute holds the rule that the oracle is operated by
+// command line only (docs/oracle.md): a server with
 // every part wired registers no route with "oracle" in it, and the paths an
 // HTTP client would guess answer 404.
 func TestNoOracleRoute(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"github.com/civnode/civnode/eventlog"
 )
 
-// Bounds of the limit query parameter (wire.md §1).
+// Bounds of the limit query parameter (docs/api.md).
 const (
 	defaultLimit = 100
 	maxLimit     = 1000

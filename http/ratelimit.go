@@ -17,7 +17,7 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Rate limits (wire.md §1: 429 rate_limited with Retry-After; docs/limits.md).
+// Rate limits (docs/api.md: 429 rate_limited with Retry-After; docs/limits.md).
 //
 // Each token has a token bucket on the routes that cost the node most per
 // request (rateLimitedRoute): every authenticated POST, which appends to the
@@ -269,7 +269,7 @@ func clientAddress(remote string) string {
 }
 
 // retryAfter renders a wait as Retry-After's whole seconds, at least 1
-// (wire.md §1).
+// (docs/api.md).
 func retryAfter(wait time.Duration) string {
 	return strconv.FormatInt(max(1, int64(math.Ceil(wait.Seconds()))), 10)
 }

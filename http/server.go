@@ -104,12 +104,17 @@ type Options struct {
 	// NATS is not configured.
 	Stream *stream.Server
 
-	// Servicenet runs the agent registry proxy (wire.md §9); nil: the
+	// Servicenet runs the agent registry proxy (docs/servicenet.md); nil: the
 	// /v1/core/servicenet endpoints and the servicenet MCP tools are not
 	// served. PaymentAccounts are the accounts it pays from, administered at
 	// /v1/admin/payment-accounts; nil: those paths are not served.
 	Servicenet      *commands.Servicenet
 	PaymentAccounts *commands.PaymentAccounts
+
+	// Snapshot, if set, copies the node's store to a new directory inside
+	// its data directory, consistent at the tip it reports, for civnode
+	// backup (POST /v1/admin/backup); nil: that path is not served.
+	Snapshot func(context.Context) (Snapshot, error)
 
 	// Metrics is the registry GET /v1/metrics serves (prometheus.go); the
 	// server adds its HTTP, tip and stream series to it. Give the same one to
@@ -166,6 +171,7 @@ type Server struct {
 	streams         *streamHub // the WebSocket clients of GET /v1/stream (stream.go)
 	servicenet      *commands.Servicenet
 	payments        *commands.PaymentAccounts
+	snapshot        func(context.Context) (Snapshot, error)
 	mcp             http.Handler // POST /mcp (mcp.go)
 	// mcpLimits is the longest a call of each MCP tool may run (mcp_batch.go).
 	mcpLimits      map[string]time.Duration
@@ -305,6 +311,7 @@ func New(opts Options) *Server {
 		anonIdleTimeout: opts.AnonymousIdleTimeout,
 		servicenet:      opts.Servicenet,
 		payments:        opts.PaymentAccounts,
+		snapshot:        opts.Snapshot,
 		metrics:         opts.Metrics,
 		headerTimeout:   readHeaderTimeout,
 		readTimeout:     readTimeout,
@@ -361,6 +368,7 @@ func (s *Server) routes() {
 	s.handle(http.MethodGet, "/v1/client/network/status", s.handleNetworkStatus, 0)
 	s.handle(http.MethodGet, "/v1/audit", s.handleAudit, routeOwner|routeList)
 	s.adminRoutes()
+	s.backupRoutes()
 	s.paymentAccountRoutes()
 	s.civilizationRoutes()
 	s.missionRoutes()
@@ -376,7 +384,7 @@ func (s *Server) routes() {
 // metrics, the API's own description and the supervision console.
 func (s *Server) operatorRoutes() {
 	s.handle(http.MethodGet, "/v1/metrics", s.handlePrometheus, routeObserver)
-	s.handle(http.MethodGet, "/v1/openapi.json", s.handleOpenAPI, routeObserver)
+	s.handle(http.MethodGet, "/v1/openapi.json", s.handleOpenAPI, routePublic)
 	s.consoleRoutes()
 }
 
@@ -408,11 +416,12 @@ type handler func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) 
 type routeFlags uint16
 
 const (
-	// routePublic skips authentication (GET /v1/health, POST /v1/node/proof).
+	// routePublic skips authentication (GET /v1/health, POST /v1/node/proof,
+	// GET /v1/openapi.json, the console).
 	routePublic routeFlags = 1 << iota
 	// routeStreaming skips the handler timeout; the handler bounds itself.
 	routeStreaming
-	// routeObserver admits observer tokens too (wire.md §2: the event log, its
+	// routeObserver admits observer tokens too (docs/tokens.md: the event log, its
 	// export, the stream and health). Without it an observer gets 403.
 	routeObserver
 	// routeOwner admits the owner token only (audit, admin); others get 403.
@@ -425,14 +434,14 @@ const (
 	// for the registry's own time-outs to answer 504 first.
 	routeRegistry
 	// routeQueryToken also takes the bearer token from ?token= when the request
-	// has no Authorization header (wire.md §2: browsers cannot set headers on a
+	// has no Authorization header (docs/tokens.md: browsers cannot set headers on a
 	// WebSocket). The parameter is removed before anything else sees the query.
 	routeQueryToken
 	// routeLimited puts a GET route under the per-token rate limit, which
 	// covers every POST anyway (rateLimitedRoute).
 	routeLimited
 	// routeNoAgent refuses agent tokens on a route that routeObserver opens
-	// to observers (wire.md §11: the transparency log is read by the owner
+	// to observers (docs/transparency.md: the transparency log is read by the owner
 	// and observers).
 	routeNoAgent
 	// routeNoBudget keeps a route's small answers out of the response budget,

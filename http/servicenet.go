@@ -9,7 +9,7 @@ import (
 	"github.com/civnode/civnode/commands/servicenet"
 )
 
-// The agent registry proxy (spec "Agent registry proxy", wire.md §9). The
+// The agent registry proxy (docs/servicenet.md). The
 // handlers decode and answer; commands.Servicenet decides, talks to the
 // registry and records. The routes wait on the registry, so they run under
 // registryHandlerTimeout rather than the handler timeout (routeRegistry).

@@ -9,7 +9,7 @@ import (
 	"github.com/civnode/civnode/commands"
 )
 
-// stateResponse is GET /v1/state (wire.md §6). Parts that later work fills in
+// stateResponse is GET /v1/state (docs/api.md). Parts that later work fills in
 // (brain, autonomy) are present with their empty values, so clients can rely on
 // the shape today.
 type stateResponse struct {

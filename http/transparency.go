@@ -14,7 +14,7 @@ import (
 	"github.com/civnode/civnode/eventlog"
 )
 
-// The transparency log (wire.md §11): the Merkle tree the log keeps beside the
+// The transparency log (docs/transparency.md): the Merkle tree the log keeps beside the
 // chain, its signed checkpoint, proofs and C2SP hash tiles. Every answer is
 // read from the tree as durable at the request; docs/transparency.md shows an
 // observer using them.

@@ -4,7 +4,7 @@ import (
 	"github.com/civnode/civnode/eventlog/events"
 )
 
-// IdentityRecord is an agent identity as the API shows it (wire.md §8). Unset
+// IdentityRecord is an agent identity as the API shows it (docs/api.md). Unset
 // optional strings are null and lists are [] when empty.
 type IdentityRecord struct {
 	AgentDID    string `json:"agent_did"`

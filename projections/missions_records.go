@@ -6,8 +6,8 @@ import (
 	"github.com/civnode/civnode/eventlog/events"
 )
 
-// MissionRecord is a mission as the API shows it (spec "Mission", wire.md §7):
-// the spec's fields in its order, then the timestamps. zone_id, required_role,
+// MissionRecord is a mission as the API shows it (docs/api.md,
+// "Missions"): the record's fields in the documented order, then the timestamps. zone_id, required_role,
 // required_faction, claimer, result and the timestamps of steps not yet taken are
 // null.
 type MissionRecord struct {
@@ -35,7 +35,7 @@ type MissionRecord struct {
 }
 
 // SupervisedMission is a mission record with the internal fields the operator's
-// supervision view adds (wire.md §7).
+// supervision view adds (docs/api.md).
 type SupervisedMission struct {
 	MissionRecord
 	// IssuerDID is the DID the publisher acted as; authority over the mission

@@ -1,8 +1,7 @@
 // Package stream runs the node's embedded NATS server and publishes on it every
 // event the log commits, so that live observers (the WebSocket /v1/stream in
 // package http, NATS subscribers on a --nats-listen port or behind a leaf-node
-// link) follow the node without reading the store (wire.md §3, design.md
-// "Scale-out").
+// link) follow the node without reading the store (docs/streaming.md).
 //
 // # Subjects
 //
@@ -15,9 +14,10 @@
 //	                              the decimal seq
 //	civnode.<node>.exports        one ExportNotice JSON per sealed export
 //	civnode.<node>.checkpoints    the Merkle tree's signed checkpoint (a C2SP
-//	                              signed note, wire.md §11) each time the
-//	                              tree has grown, at most once a second;
-//	                              header Civnode-Tree-Size = its tree size
+//	                              signed note, docs/transparency.md) each time the
+//	                              tree has grown, at most once a second
+//	                              (PublishCheckpoints); header
+//	                              Civnode-Tree-Size = its tree size
 //
 // Event types are dot-separated tokens, so the type filter of eventlog
 // ("mission.*": every type that starts with "mission.", at any depth) is the

@@ -70,7 +70,7 @@ func (s *Server) PublishExport(n ExportNotice) {
 	}
 }
 
-// PublishCheckpoint publishes a signed checkpoint note (wire.md §11) on
+// PublishCheckpoint publishes a signed checkpoint note (docs/transparency.md) on
 // civnode.<node>.checkpoints, header Civnode-Tree-Size = its tree size, so a
 // monitor behind a leaf link learns of each new tree head without polling.
 // Like an export notice it is a courtesy: errors are logged and counted.

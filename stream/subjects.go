@@ -15,7 +15,7 @@ func ExportsSubject(nodeDID string) string {
 }
 
 // CheckpointsSubject is the subject the tree's signed checkpoints are
-// published on (wire.md §11).
+// published on (docs/transparency.md).
 func CheckpointsSubject(nodeDID string) string {
 	return "civnode." + nodeDID + ".checkpoints"
 }

@@ -1,57 +1,20 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/json"
-	"fmt"
-	"log/slog"
-	mrand "math/rand/v2"
-	"net"
-	"net/http"
-	"net/url"
-	"os"
-	"path/filepath"
-	"runtime"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/civnode/civnode/eventlog"
-	"github.com/civnode/civnode/eventlog/events"
-)
-
-// benchConfig is the command line of bench.
-type benchConfig struct {
-	events          int
-	duration        time.Duration
-	node            string
-	token           string
-	tokenFile       string
-	binary          string
-	json            bool
-	hostile         bool
-	hostileDuration time.Duration
-	tmpDir          string
-	streamOnly      bool
-}
-
-// Concurrency of the phases, fixed so that runs compare (design.md's targets are
-// stated for these).
-const (
-	benchWriters = 64 // concurrent creating clients, appenders and HTTP-limit connections
-	benchReaders = 16 // concurrent GET /v1/events readers
+	"github.com/civnode/civnode/cmd/civnode/internal/bench"
 )
 
 func (m *Main) newBenchCommand(g *globals) *cobra.Command {
-	var cfg benchConfig
+	var cfg bench.Config
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Load a node over loopback HTTP and print its figures beside this machine's limits",
-		Long: `bench measures a node as design.md's performance targets state them, and
+		Long: `bench measures a node as the targets in docs/benchmarks.md state them, and
 prints each figure beside the machine's own limit measured in the same run.
 
 First, on an idle process, the reference limits: single-core Ed25519 sign and
@@ -85,507 +48,39 @@ asserted.`,
 			if err != nil {
 				return err
 			}
-			if err := cfg.check(); err != nil {
+			if err := cfg.Check(); err != nil {
+				return usageError{err}
+			}
+			cfg.Logger, cfg.Progress = logger, m.progress
+			res, err := bench.Run(cmd.Context(), cfg)
+			if res == nil {
 				return err
 			}
-			return m.bench(cmd.Context(), cfg, logger)
+			// A node that could not stop after the run still leaves its
+			// figures to print; the failure is returned after them.
+			var werr error
+			if asJSON {
+				werr = res.WriteJSON(m.Stdout)
+			} else {
+				werr = res.WriteTable(m.Stdout)
+			}
+			if err != nil {
+				return err
+			}
+			return werr
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&cfg.events, "events", 20000, "missions to create before the timed phases (1000000 for the full-scale run)")
-	f.DurationVar(&cfg.duration, "duration", 5*time.Second, "length of each timed phase")
-	f.StringVar(&cfg.node, "node", "", "load the running node at this loopback `URL` instead of starting one")
-	f.StringVar(&cfg.token, "token", "", "owner token of the --node node (visible to other local users; prefer --token-file)")
-	f.StringVar(&cfg.tokenFile, "token-file", "", "read the owner token of the --node node from `FILE`")
-	f.StringVar(&cfg.binary, "binary", "", "civnode `BINARY` to run serve and verify with (default: this executable)")
-	f.BoolVar(&cfg.json, "json", false, "print one JSON object instead of the table")
-	f.BoolVar(&cfg.hostile, "hostile", false, "add the hostile phase: ~150 MiB of completed missions, full-page reads by 8, 32 and 128 clients, 3 that never read")
-	f.DurationVar(&cfg.hostileDuration, "hostile-duration", 10*time.Second, "length of each reader level of the hostile phase")
-	f.StringVar(&cfg.tmpDir, "tmp", "", "parent `DIR` of the temporary data dirs (default $TMPDIR)")
-	f.BoolVar(&cfg.streamOnly, "stream-only", false, "run only the stream phase, after the sign and synced-write limits and the fill")
+	f.IntVar(&cfg.Events, "events", 20000, "missions to create before the timed phases (1000000 for the full-scale run)")
+	f.DurationVar(&cfg.Duration, "duration", 5*time.Second, "length of each timed phase")
+	f.StringVar(&cfg.Node, "node", "", "load the running node at this loopback `URL` instead of starting one")
+	f.StringVar(&cfg.Token, "token", "", "owner token of the --node node (visible to other local users; prefer --token-file)")
+	f.StringVar(&cfg.TokenFile, "token-file", "", "read the owner token of the --node node from `FILE`")
+	f.StringVar(&cfg.Binary, "binary", "", "civnode `BINARY` to run serve and verify with (default: this executable)")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object instead of the table")
+	f.BoolVar(&cfg.Hostile, "hostile", false, "add the hostile phase: ~150 MiB of completed missions, full-page reads by 8, 32 and 128 clients, 3 that never read")
+	f.DurationVar(&cfg.HostileDuration, "hostile-duration", 10*time.Second, "length of each reader level of the hostile phase")
+	f.StringVar(&cfg.TmpDir, "tmp", "", "parent `DIR` of the temporary data dirs (default $TMPDIR)")
+	f.BoolVar(&cfg.StreamOnly, "stream-only", false, "run only the stream phase, after the sign and synced-write limits and the fill")
 	return cmd
-}
-
-func (cfg *benchConfig) check() error {
-	switch {
-	case cfg.events < 0:
-		return usageErrorf("--events must be 0 or more")
-	case cfg.duration <= 0 || cfg.duration > 10*time.Minute:
-		return usageErrorf("--duration must be more than 0 and at most 10m")
-	case cfg.hostileDuration <= 0 || cfg.hostileDuration > 10*time.Minute:
-		return usageErrorf("--hostile-duration must be more than 0 and at most 10m")
-	case cfg.node == "" && (cfg.token != "" || cfg.tokenFile != ""):
-		return usageErrorf("--token and --token-file go with --node")
-	case cfg.token != "" && cfg.tokenFile != "":
-		return usageErrorf("give --token or --token-file, not both")
-	case cfg.node != "" && cfg.token == "" && cfg.tokenFile == "":
-		return usageErrorf("--node needs the node's owner token: --token or --token-file")
-	}
-	if cfg.node != "" {
-		u, err := url.Parse(cfg.node)
-		if err != nil || u.Scheme != "http" || u.Host == "" {
-			return usageErrorf("--node %q: want http://HOST:PORT", cfg.node)
-		}
-		if !isLoopback(u.Hostname()) {
-			return usageErrorf("--node %q: bench loads loopback addresses only", cfg.node)
-		}
-		cfg.node = strings.TrimRight(u.Scheme+"://"+u.Host, "/")
-	}
-	return nil
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// bench is one run.
-type bench struct {
-	m      *Main
-	cfg    benchConfig
-	log    *slog.Logger
-	quiet  *slog.Logger // for components whose info messages would drown the progress
-	tmp    string
-	res    *benchResults
-	target *benchTarget
-	node   *benchNode // nil with --node
-	body   []byte     // the mission create body every client sends
-}
-
-func (m *Main) bench(ctx context.Context, cfg benchConfig, logger *slog.Logger) (err error) {
-	b := &bench{m: m, cfg: cfg, log: logger, res: newBenchResults(), body: benchMissionBody()}
-	b.quiet = slog.New(levelFloor{logger.Handler(), slog.LevelWarn})
-	if b.cfg.binary == "" && b.cfg.node == "" {
-		if b.cfg.binary, err = os.Executable(); err != nil {
-			return fmt.Errorf("find the civnode binary (pass --binary): %w", err)
-		}
-	}
-	if b.tmp, err = os.MkdirTemp(cfg.tmpDir, "civnode-bench-"); err != nil {
-		return fmt.Errorf("create temporary dir: %w", err)
-	}
-	defer os.RemoveAll(b.tmp)
-	defer func() {
-		if b.node != nil { // an error path; the run itself stops the node
-			b.node.shutdown(10 * time.Second)
-		}
-	}()
-
-	b.res.set("cpus", float64(runtime.NumCPU()))
-	if cfg.streamOnly {
-		return b.streamOnly(ctx)
-	}
-	if err := b.referenceLimits(ctx); err != nil {
-		return err
-	}
-	if err := b.appendRate(ctx); err != nil {
-		return err
-	}
-	if err := b.startTarget(ctx); err != nil {
-		return err
-	}
-	if err := b.fill(ctx); err != nil {
-		return err
-	}
-	if err := b.createRates(ctx); err != nil {
-		return err
-	}
-	if b.node != nil {
-		if err := b.verifyAndRestart(ctx); err != nil {
-			return err
-		}
-	}
-	if err := b.readers(ctx); err != nil {
-		return err
-	}
-	if err := b.streamDelivery(ctx); err != nil {
-		return err
-	}
-	if cfg.hostile {
-		if err := b.hostilePhase(ctx); err != nil {
-			return err
-		}
-	}
-	// The figures are printed even when the last stop fails (a node that cannot
-	// stop cleanly after the hostile phase, say): they were measured, and the
-	// failure is reported beside them.
-	var stopErr error
-	if b.node != nil {
-		b.log.Info("bench: stopping the node (SIGTERM)")
-		stopErr = b.node.stop()
-		b.node = nil
-	}
-	if cfg.json {
-		err = b.res.writeJSON(m.Stdout)
-	} else {
-		err = b.res.writeTable(m.Stdout, cfg)
-	}
-	if stopErr != nil {
-		return fmt.Errorf("stop the node after the run: %w", stopErr)
-	}
-	return err
-}
-
-// signAndSyncLimits measures, idle, the Ed25519 sign and verify rates and the
-// latency of one synced Pebble write: the limits every phase is read against.
-func (b *bench) signAndSyncLimits() error {
-	b.log.Info("bench: reference limits (idle)")
-	sign, verify := edRates()
-	b.res.set("sign_per_s", sign)
-	b.res.set("verify_per_s", verify)
-	syncMs, err := syncWriteMillis(b.tmp, b.quiet)
-	if err != nil {
-		return err
-	}
-	b.res.set("pebble_sync_write_ms", syncMs)
-	b.res.set("pebble_sync_writes_per_s", 1000/syncMs)
-	return nil
-}
-
-// referenceLimits measures the machine before anything else runs.
-func (b *bench) referenceLimits(ctx context.Context) error {
-	if err := b.signAndSyncLimits(); err != nil {
-		return err
-	}
-	for _, signed := range []bool{false, true} {
-		r, err := httpLimit(ctx, benchWriters, b.cfg.duration, b.body, signed)
-		if err != nil {
-			return fmt.Errorf("bare HTTP limit: %w", err)
-		}
-		if signed {
-			b.res.set("http_limit_signed_per_s", r)
-		} else {
-			b.res.set("http_limit_per_s", r)
-		}
-	}
-	b.log.Info("bench: reference limits", "sign_per_s", int(b.res.get("sign_per_s")), "verify_per_s", int(b.res.get("verify_per_s")),
-		"pebble_sync_write_ms", round3(b.res.get("pebble_sync_write_ms")), "http_limit_per_s", int(b.res.get("http_limit_per_s")),
-		"http_limit_signed_per_s", int(b.res.get("http_limit_signed_per_s")))
-	return nil
-}
-
-// appendRate appends mission.created-shaped events to a fresh log on disk from
-// 64 goroutines, with fsync on: the log's figure without HTTP.
-func (b *bench) appendRate(ctx context.Context) error {
-	b.log.Info("bench: append", "callers", benchWriters, "duration", b.cfg.duration)
-	_, key, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		return err
-	}
-	dir := filepath.Join(b.tmp, "append")
-	l, err := eventlog.Open(eventlog.Options{Dir: dir, Key: key, Logger: b.quiet})
-	if err != nil {
-		return fmt.Errorf("open event log: %w", err)
-	}
-	op := func(ctx context.Context, w int) (int, error) {
-		_, err := l.Append(ctx, eventlog.Draft{Type: events.TypeMissionCreated, Payload: benchCreatedPayload(w)})
-		return 1, err
-	}
-	res, err := runLoad(ctx, benchWriters, b.cfg.duration, 0, op, nil)
-	if cerr := l.Close(); cerr != nil && err == nil {
-		err = fmt.Errorf("close event log: %w", cerr)
-	}
-	os.RemoveAll(dir)
-	if err != nil {
-		return fmt.Errorf("append: %w", err)
-	}
-	b.res.set("append_per_s", res.opsPerSecond())
-	b.log.Info("bench: append", "append_per_s", int(res.opsPerSecond()))
-	return nil
-}
-
-// startTarget starts the node, or checks the --node one answers.
-func (b *bench) startTarget(ctx context.Context) error {
-	if b.cfg.node != "" {
-		tok := b.cfg.token
-		if b.cfg.tokenFile != "" {
-			t, err := loadControlToken(b.cfg.tokenFile, b.log)
-			if err != nil {
-				return fmt.Errorf("--token-file: %w", err)
-			}
-			tok = t
-		}
-		b.target = &benchTarget{base: b.cfg.node, token: tok}
-		c := newLoadClient(1, 10*time.Second)
-		defer closeClient(c)
-		var st struct{}
-		if err := b.target.call(ctx, c, http.MethodGet, "/v1/state", nil, &st); err != nil {
-			return fmt.Errorf("reach --node: %w", err)
-		}
-		return nil
-	}
-	b.log.Info("bench: starting the node", "binary", b.cfg.binary)
-	n, err := startBenchNode(ctx, b.cfg.binary, filepath.Join(b.tmp, "node"))
-	if err != nil {
-		return err
-	}
-	b.node, b.target = n, n.target()
-	return nil
-}
-
-// fill creates --events missions with 64 clients before the timed phases, so that
-// they run against a chain of that length.
-func (b *bench) fill(ctx context.Context) error {
-	if b.cfg.events == 0 {
-		return nil
-	}
-	b.log.Info("bench: filling the node", "missions", b.cfg.events, "clients", benchWriters)
-	c := newLoadClient(benchWriters, 30*time.Second)
-	defer closeClient(c)
-	bufs := newBuffers(benchWriters)
-	progress, done := b.m.progress("fill", int64(b.cfg.events))
-	var onDone func(int64)
-	if progress != nil {
-		onDone = func(n int64) { progress(uint64(n)) }
-	}
-	// Bounded in time too: 2 minutes, plus 2 ms a mission (≥ 500/s).
-	bound := 2*time.Minute + time.Duration(b.cfg.events)*2*time.Millisecond
-	res, err := runLoad(ctx, benchWriters, bound, int64(b.cfg.events), b.createOp(c, bufs), onDone)
-	done()
-	if err != nil {
-		return fmt.Errorf("fill: %w", err)
-	}
-	b.res.set("fill_per_s", res.opsPerSecond())
-	b.log.Info("bench: filled", "missions", res.ops, "per_s", int(res.opsPerSecond()))
-	return nil
-}
-
-func (b *bench) createOp(c *http.Client, bufs buffers) loadOp {
-	return func(ctx context.Context, w int) (int, error) {
-		return 1, b.target.do(ctx, c, http.MethodPost, "/v1/core/missions", b.body, http.StatusOK, bufs.of(w))
-	}
-}
-
-// createRates times POST /v1/core/missions from one client, then from 64.
-func (b *bench) createRates(ctx context.Context) error {
-	for _, clients := range []int{1, benchWriters} {
-		b.log.Info("bench: POST /v1/core/missions", "clients", clients, "duration", b.cfg.duration)
-		c := newLoadClient(clients, 30*time.Second)
-		bufs := newBuffers(clients)
-		op := b.createOp(c, bufs)
-		_, err := runLoad(ctx, clients, time.Minute, int64(clients), op, nil) // open the connections
-		var res loadResult
-		if err == nil {
-			res, err = runLoad(ctx, clients, b.cfg.duration, 0, op, nil)
-		}
-		closeClient(c)
-		if err != nil {
-			return fmt.Errorf("create missions: %w", err)
-		}
-		if clients == 1 {
-			b.res.set("http_create_seq_per_s", res.opsPerSecond())
-			b.res.set("http_create_seq_p50_ms", res.quantile(0.50))
-		} else {
-			b.res.set("http_create_c64_per_s", res.opsPerSecond())
-			b.res.set("http_create_c64_p99_ms", res.quantile(0.99))
-		}
-		b.log.Info("bench: POST /v1/core/missions", "clients", clients, "per_s", int(res.opsPerSecond()),
-			"p50_ms", round3(res.quantile(0.5)), "p99_ms", round3(res.quantile(0.99)))
-	}
-	c := newLoadClient(1, 30*time.Second)
-	defer closeClient(c)
-	var st struct {
-		Chain struct {
-			Seq uint64 `json:"seq"`
-		} `json:"chain"`
-	}
-	if err := b.target.call(ctx, c, http.MethodGet, "/v1/state", nil, &st); err != nil {
-		return err
-	}
-	b.res.set("chain_events", float64(st.Chain.Seq))
-	return nil
-}
-
-// verifyAndRestart stops the node with SIGTERM, verifies its chain with civnode
-// verify --data-dir, and starts it again on the same dir, timing the start.
-func (b *bench) verifyAndRestart(ctx context.Context) error {
-	b.log.Info("bench: stopping the node (SIGTERM)")
-	err := b.node.stop()
-	dir := b.node.dir
-	b.node = nil
-	if err != nil {
-		return err
-	}
-	b.log.Info("bench: civnode verify --data-dir")
-	events, elapsed, err := verifyChain(ctx, b.cfg.binary, dir)
-	if err != nil {
-		return err
-	}
-	b.res.set("verify_chain_per_s", rate(int64(events), elapsed))
-	b.log.Info("bench: verified", "events", events, "seconds", round3(elapsed.Seconds()))
-
-	b.log.Info("bench: restarting the node")
-	n, err := startBenchNode(ctx, b.cfg.binary, dir)
-	if err != nil {
-		return fmt.Errorf("restart: %w", err)
-	}
-	b.node, b.target = n, n.target()
-	b.res.set("restart_s", n.ready.Seconds())
-	rss, _, err := n.memory()
-	if err != nil {
-		return err
-	}
-	b.res.set("rss_after_restart_mb", rss)
-	b.log.Info("bench: restarted", "restart_s", round3(n.ready.Seconds()), "rss_mb", round3(rss))
-	return nil
-}
-
-// readers runs 16 readers of GET /v1/events?since=…&limit=100 from random points
-// of the chain, and samples the node's RSS meanwhile.
-func (b *bench) readers(ctx context.Context) error {
-	c := newLoadClient(benchReaders, 30*time.Second)
-	defer closeClient(c)
-	since, err := b.sampleSince(ctx, c)
-	if err != nil {
-		return err
-	}
-	b.log.Info("bench: GET /v1/events?since=&limit=100", "readers", benchReaders, "start_points", len(since), "duration", b.cfg.duration)
-	bufs := newBuffers(benchReaders)
-	checked := make([]bool, benchReaders)
-	op := func(ctx context.Context, w int) (int, error) {
-		ts := since[mrand.IntN(len(since))]
-		buf := bufs.of(w)
-		if err := b.target.do(ctx, c, http.MethodGet, "/v1/events?limit=100&since="+url.QueryEscape(ts), nil, http.StatusOK, buf); err != nil {
-			return 0, err
-		}
-		n := countEvents(buf.Bytes())
-		if !checked[w] { // the first answer of each reader is decoded in full
-			checked[w] = true
-			var page struct {
-				Events []json.RawMessage `json:"events"`
-			}
-			if err := json.Unmarshal(buf.Bytes(), &page); err != nil {
-				return 0, fmt.Errorf("GET /v1/events: decode answer: %w", err)
-			}
-			if len(page.Events) != n {
-				return 0, fmt.Errorf("GET /v1/events: counted %d events in an answer of %d", n, len(page.Events))
-			}
-		}
-		return n, nil
-	}
-	if _, err := runLoad(ctx, benchReaders, time.Minute, benchReaders, op, nil); err != nil { // open the connections
-		return err
-	}
-	var stopRSS func() float64
-	if b.node != nil {
-		stopRSS = b.node.watchRSS(100 * time.Millisecond)
-	}
-	res, err := runLoad(ctx, benchReaders, b.cfg.duration, 0, op, nil)
-	if stopRSS != nil {
-		b.res.set("rss_under_readers_mb", stopRSS())
-	}
-	if err != nil {
-		return fmt.Errorf("read events: %w", err)
-	}
-	b.res.set("events_since_c16_per_s", res.itemsPerSecond())
-	b.res.set("events_since_c16_p99_ms", res.quantile(0.99))
-	if b.node != nil {
-		_, hwm, err := b.node.memory()
-		if err != nil {
-			return err
-		}
-		// Linux updates VmHWM lazily (when memory is unmapped, not as RSS
-		// grows), so a sampled VmRSS can exceed it.
-		b.res.set("rss_peak_mb", max(hwm, b.res.get("rss_under_readers_mb")))
-	}
-	b.log.Info("bench: read events", "events_per_s", int(res.itemsPerSecond()), "requests_per_s", int(res.opsPerSecond()),
-		"p99_ms", round3(res.quantile(0.99)))
-	return nil
-}
-
-// sampleSince picks start points for the readers: timestamps of real events,
-// found by asking for the first event after a random time between genesis and
-// now, and kept when at least a full page of 100 events follows them.
-func (b *bench) sampleSince(ctx context.Context, c *http.Client) ([]string, error) {
-	type page struct {
-		Events []struct {
-			Timestamp string `json:"timestamp"`
-		} `json:"events"`
-		Total uint64 `json:"total"`
-	}
-	var first page
-	if err := b.target.call(ctx, c, http.MethodGet, "/v1/events?limit=1", nil, &first); err != nil {
-		return nil, err
-	}
-	if len(first.Events) == 0 {
-		return nil, fmt.Errorf("GET /v1/events: the chain is empty")
-	}
-	t0, err := time.Parse(time.RFC3339Nano, first.Events[0].Timestamp)
-	if err != nil {
-		return nil, fmt.Errorf("GET /v1/events: timestamp %q: %w", first.Events[0].Timestamp, err)
-	}
-	span := time.Since(t0)
-	const want, attempts = 256, 1024
-	var out []string
-	for i := 0; i < attempts && len(out) < want && span > 0; i++ {
-		t := t0.Add(time.Duration(mrand.Int64N(int64(span)))).UTC().Format(time.RFC3339Nano)
-		var p page
-		if err := b.target.call(ctx, c, http.MethodGet, "/v1/events?limit=1&since="+url.QueryEscape(t), nil, &p); err != nil {
-			return nil, err
-		}
-		if len(p.Events) == 1 && p.Total >= 101 {
-			out = append(out, p.Events[0].Timestamp)
-		}
-	}
-	if len(out) == 0 { // a chain shorter than two pages: read it from its start
-		out = append(out, first.Events[0].Timestamp)
-	}
-	return out, nil
-}
-
-// countEvents counts the events of a GET /v1/events answer by the one key every
-// served event ends with, which is much cheaper for the bench, on the node's
-// cores, than decoding 100 events.
-func countEvents(body []byte) int {
-	return bytes.Count(body, []byte(`","signature":"`))
-}
-
-// benchMissionBody is a typical subnet mission of about 500 bytes, published by
-// the owner as the governance actor of genesis (serve's default --governs).
-func benchMissionBody() []byte {
-	return []byte(`{"title":"Escort the ore convoy",` +
-		`"description":"Escort the ore convoy from the north dock to the refinery and report any raid on the way.",` +
-		`"publisher":"genesis","publisher_kind":"planetary_government","domain":"security","subnet_id":"genesis",` +
-		`"zone_id":"north-dock","required_role":"enforcer","required_faction":"order",` +
-		`"reward":{"agent_credit":25,"reputation":3,"capacity":1,"treasury_share_credit":5},` +
-		`"payload":{"escorts":2,"route":["north-dock","refinery"]}}`)
-}
-
-// benchCreatedPayload is a mission.created payload as the mission commands
-// append it, from worker.
-func benchCreatedPayload(worker int) events.MissionCreated {
-	zone, role, faction := "north-dock", "enforcer", "order"
-	return events.MissionCreated{
-		MissionID: fmt.Sprintf("019b0000-0000-7000-8000-%012x", mrand.Uint64()&0xffffffffffff),
-		Title:     "Escort the ore convoy", Description: "Escort the ore convoy from the north dock to the refinery.",
-		Publisher: "genesis", PublisherKind: "planetary_government", IssuerDID: "did:key:z6MkgMWt3ZTN97sQXRQDjXWTqFWN2K7GVyADfdBuZe5tAPR8",
-		Domain: "security", SubnetID: "genesis", ZoneID: &zone, RequiredRole: &role, RequiredFaction: &faction,
-		Reward:  events.Reward{AgentCredit: 25, Reputation: 3, Capacity: 1, TreasuryShareCredit: 5},
-		Payload: json.RawMessage(fmt.Sprintf(`{"escorts":2,"route":["north-dock","refinery"],"worker":%d}`, worker)),
-	}
-}
-
-func round3(v float64) float64 {
-	return float64(int64(v*1000+0.5)) / 1000
-}
-
-// levelFloor passes on records at or above min only; it quiets components such
-// as Pebble that log their routine at info.
-type levelFloor struct {
-	slog.Handler
-	min slog.Level
-}
-
-func (h levelFloor) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.min && h.Handler.Enabled(ctx, l)
-}
-
-func (h levelFloor) WithAttrs(as []slog.Attr) slog.Handler {
-	return levelFloor{h.Handler.WithAttrs(as), h.min}
-}
-
-func (h levelFloor) WithGroup(name string) slog.Handler {
-	return levelFloor{h.Handler.WithGroup(name), h.min}
 }

@@ -10,7 +10,7 @@ import (
 // TestBenchJSON runs a small bench against a node started from the binary built
 // by TestMain and checks that the JSON object holds every figure, each positive.
 // It asserts nothing about the figures' size: they are measurements, not
-// properties (style.md, rule 12).
+// properties.
 func TestBenchJSON(t *testing.T) {
 	needBinary(t)
 	tmp := t.TempDir()

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"log/slog"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/eventlog"
@@ -18,16 +19,16 @@ import (
 // build of the Merkle tree of a data dir from before it. hooks are the log's
 // hooks serve sets (stream publication, metrics, a progress bar); the zero
 // value has none.
-func openCore(ctx context.Context, d dataDir, key ed25519.PrivateKey, cfg core.Config, logger *slog.Logger, hooks logHooks) (*core.Core, error) {
+func openCore(ctx context.Context, d datadir.Dir, key ed25519.PrivateKey, cfg core.Config, logger *slog.Logger, hooks logHooks) (*core.Core, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	opts := eventlog.Options{OnRebuild: rebuildLogger(logger), OnCommit: hooks.onCommit, OnGroupCommit: hooks.onGroupCommit,
-		OnTreeBuild: treeBuildProgress(logger, hooks.onTreeBuild), ModelCacheSize: hooks.modelCache}
-	opts.Dir, opts.Key, opts.Logger = d.dbPath(), key, logger
+		OnTreeBuild: treeBuildProgress(logger, hooks.onTreeBuild), ModelCacheSize: hooks.modelCache, Ingest: hooks.ingest}
+	opts.Dir, opts.Key, opts.Logger = d.DBPath(), key, logger
 	c, err := core.Open(opts, cfg)
 	if err != nil {
-		return nil, d.openError(err)
+		return nil, d.OpenError(err)
 	}
 	skipped, err := c.Skipped()
 	if err != nil {
@@ -65,6 +66,9 @@ type logHooks struct {
 	// modelCache is eventlog.Options.ModelCacheSize (serve --model-cache);
 	// 0: the default.
 	modelCache int64
+	// ingest opens a new store without a genesis event, for import to fill
+	// from a bundle (eventlog.Options.Ingest).
+	ingest bool
 }
 
 // treeBuildProgress logs the one-time build of the Merkle tree (a data dir
@@ -102,17 +106,28 @@ func progressLogger(logger *slog.Logger, msg string) eventlog.RebuildProgress {
 	}
 }
 
-// openCore opens an existing node's core for a one-shot command; it creates
-// nothing (see openChain).
-func (d dataDir) openCore(ctx context.Context, logger *slog.Logger) (*core.Core, error) {
-	key, err := d.existingNodeKey(logger)
+// openChain opens the event log of an existing node for a one-shot command
+// (verify --data-dir, export, replay). It creates nothing: a dir without a node
+// key or database is an error rather than a new node.
+func openChain(d datadir.Dir, logger *slog.Logger) (*eventlog.Log, error) {
+	key, err := d.ExistingNodeKey(logger)
+	if err != nil {
+		return nil, err
+	}
+	return d.OpenLog(key, logger, eventlog.Options{OnTreeBuild: treeBuildProgress(logger, nil)})
+}
+
+// openExistingCore opens an existing node's core for a one-shot command; it
+// creates nothing (see openChain).
+func openExistingCore(ctx context.Context, d datadir.Dir, logger *slog.Logger) (*core.Core, error) {
+	key, err := d.ExistingNodeKey(logger)
 	if err != nil {
 		return nil, err
 	}
 	// One-shot commands decide nothing that a catalog or the governed subnets
 	// rule; the built-in catalog will do.
-	return openCore(ctx, d, key, core.Config{Keys: d.keystore()}, logger, logHooks{})
+	return openCore(ctx, d, key, core.Config{Keys: keystore(d)}, logger, logHooks{})
 }
 
 // keystore keeps the data dir's payment-account keys.
-func (d dataDir) keystore() *servicenet.Keystore { return servicenet.NewKeystore(d.walletsPath()) }
+func keystore(d datadir.Dir) *servicenet.Keystore { return servicenet.NewKeystore(d.WalletsPath()) }

@@ -45,28 +45,9 @@
 //
 // # Data dir
 //
-// --data-dir defaults to $CIVNODE_DATA_DIR, else ~/.civnode. serve creates it with
-// mode 0700 and, on first start, two secrets with mode 0600:
-//
-//	node.key       the node's Ed25519 private key, PKCS#8 PEM ("PRIVATE KEY")
-//	control.token  the owner bearer token: 32 random bytes as hex, then "\n"
-//	db/            the Pebble database of the event log (package eventlog)
-//	control.sock   while serve runs: a unix socket (0600) serving the API, the
-//	               CLI's way to the running node (nodechannel.go); a stale one is
-//	               replaced at start, a clean stop removes it
-//	oracle.sock    while serve runs: a unix socket (0600) serving civnode oracle
-//	               in newline-delimited JSON, not HTTP (oracle_socket.go); stale
-//	               and clean-stop handling as for control.sock
-//	wallets/       payment accounts' keys, one REF.key (0600) per civnode wallet
-//	               create; the directory is 0700
-//	registry.credential  optional, put there by the operator: the node's bearer
-//	               credential for the agent registry (registry.go)
-//
-// Secrets are written to a temporary file and linked into place, so a crash never
-// leaves a half-written key and two first starts cannot both create one. A key or
-// token file that is readable by group or others is used anyway, with a warning on
-// stderr: refusing to start would turn a permission slip into an outage, and the
-// operator is told how to fix it. Neither secret is ever logged.
+// --data-dir defaults to $CIVNODE_DATA_DIR, else ~/.civnode. Its files (node.key,
+// control.token, db/, control.sock, oracle.sock, wallets/, registry.credential),
+// their modes and how secrets are written are package internal/datadir's.
 //
 // # Exclusive access
 //
@@ -84,7 +65,7 @@
 // never sent the token. See nodechannel.go and docs/tokens.md.
 //
 // oracle works while the node runs too, but never over HTTP: the oracle has no
-// HTTP endpoint (wire.md §10). It first tries oracle.sock, and when a node
+// HTTP endpoint (docs/oracle.md). It first tries oracle.sock, and when a node
 // answers there, the node runs the command on its own core; only when none
 // answers does oracle open the data dir itself, so it never opens the database
 // beside a running node. A node that holds the data dir without answering on

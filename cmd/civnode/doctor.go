@@ -3,60 +3,23 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
-	"text/tabwriter"
+	"net"
+	"net/http"
 
 	"github.com/spf13/cobra"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/cmd/civnode/internal/doctor"
 	"github.com/civnode/civnode/commands/servicenet"
 )
 
-// The statuses of a doctor check. Only fail changes the exit status: a
-// warning is something the operator should know that does not stop the node
-// from working, and skip is a check that could not run because of a problem
-// reported by an earlier one.
-const (
-	statusOK   = "ok"
-	statusWarn = "warn"
-	statusFail = "fail"
-	statusSkip = "skip"
-)
-
-// doctorCheck is one line of the report. Fix, for a problem, is what to do
-// about it, as a command where there is one. Nothing in a check is secret:
-// keys, tokens and credentials are judged, never printed.
-type doctorCheck struct {
-	Name   string `json:"name"`
-	Status string `json:"status"`
-	Detail string `json:"detail"`
-	Fix    string `json:"fix,omitempty"`
-}
-
-// doctorReport is what doctor prints, as text or with --json as one object.
-type doctorReport struct {
-	DataDir     string        `json:"data_dir"`
-	Addr        string        `json:"addr"`
-	RegistryURL string        `json:"registry_url"`
-	Status      string        `json:"status"` // the worst status of any check: ok, warn or fail
-	Failed      int           `json:"failed"`
-	Warnings    int           `json:"warnings"`
-	Checks      []doctorCheck `json:"checks"`
-}
-
-// doctorConfig is doctor's command line.
-type doctorConfig struct {
-	dataDir     string
-	addr        string
-	registryURL string
-	json        bool
-}
-
 func (m *Main) newDoctorCommand(g *globals) *cobra.Command {
-	var cfg doctorConfig
+	var dataDirFlag, addrFlag, registryURL string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check a node's data dir, chain, port and registry, and say how to fix what is wrong",
@@ -97,160 +60,92 @@ mistake on the command line. --json prints the report as one JSON object
 			if err != nil {
 				return err
 			}
-			return m.doctor(cmd.Context(), cfg, logger)
+			addr, err := hostPort(addrFlag)
+			if err != nil {
+				return usageErrorf("--addr %q: %w", addrFlag, err)
+			}
+			// The client checks the URL as serve does; the signer is never called here.
+			if _, err := servicenet.New(servicenet.Config{BaseURL: registryURL, Sign: func([]byte) []byte { return nil }}); err != nil {
+				return usageErrorf("--registry-url: %w", err)
+			}
+			dir, err := datadir.Resolve(dataDirFlag, m.Getenv, m.HomeDir)
+			if err != nil {
+				return err
+			}
+			rep, err := doctor.Run(cmd.Context(), dir, doctor.Options{Addr: addr, RegistryURL: registryURL, Logger: logger,
+				Progress: m.progress, Reach: reachNode, Prove: proveNodeConn})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				err = rep.WriteJSON(m.Stdout)
+			} else {
+				err = rep.WriteText(m.Stdout)
+			}
+			if err != nil {
+				return fmt.Errorf("print report: %w", err)
+			}
+			// A failed check exits 1; the report has said why.
+			if rep.Failed > 0 {
+				return &reportedError{fmt.Errorf("doctor: %d checks failed", rep.Failed)}
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.dataDir, "data-dir", "", dataDirHelp)
-	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "the node's listen address HOST:PORT, as given to serve")
-	f.StringVar(&cfg.registryURL, "registry-url", DefaultRegistryURL, "the agent registry the node proxies (`URL`), as given to serve")
-	f.BoolVar(&cfg.json, "json", false, "print the report as one JSON object")
+	f.StringVar(&dataDirFlag, "data-dir", "", datadir.Help)
+	f.StringVar(&addrFlag, "addr", "127.0.0.1:7777", "the node's listen address HOST:PORT, as given to serve")
+	f.StringVar(&registryURL, "registry-url", DefaultRegistryURL, "the agent registry the node proxies (`URL`), as given to serve")
+	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	return cmd
 }
 
-// doctor runs every check and prints the report; a failed check makes it
-// return a reportedError, so that the exit status is 1.
-func (m *Main) doctor(ctx context.Context, cfg doctorConfig, logger *slog.Logger) error {
-	addr, err := hostPort(cfg.addr)
-	if err != nil {
-		return usageErrorf("--addr %q: %w", cfg.addr, err)
-	}
-	// The client checks the URL as serve does; the signer is never called here.
-	if _, err := servicenet.New(servicenet.Config{BaseURL: cfg.registryURL, Sign: func([]byte) []byte { return nil }}); err != nil {
-		return usageErrorf("--registry-url: %w", err)
-	}
-	dir, err := m.resolveDataDir(cfg.dataDir)
-	if err != nil {
-		return err
-	}
-	d := &doctorRun{m: m, dir: dir, addr: addr, registryURL: cfg.registryURL, logger: logger}
-	checks, err := d.run(ctx)
-	if err != nil {
-		return err
-	}
-	rep := newDoctorReport(dir, addr, cfg.registryURL, checks)
-	if cfg.json {
-		enc := json.NewEncoder(m.Stdout)
-		enc.SetEscapeHTML(false)
-		err = enc.Encode(rep)
-	} else {
-		err = rep.writeText(m.Stdout)
-	}
-	if err != nil {
-		return fmt.Errorf("print report: %w", err)
-	}
-	if rep.Failed > 0 {
-		return &reportedError{fmt.Errorf("doctor: %d checks failed", rep.Failed)}
-	}
-	return nil
-}
+// channelNode is the node channel as doctor asks a running node.
+type channelNode struct{ ch *nodeChannel }
 
-// doctorRun holds what one check finds for the checks after it.
-type doctorRun struct {
-	m           *Main
-	dir         dataDir
-	addr        string
-	registryURL string
-	logger      *slog.Logger
-
-	dirExists  bool
-	key        ed25519.PrivateKey // nil when node.key cannot be read
-	keySkip    string             // why key is nil, for the checks it skips
-	credential string             // registry.credential, trimmed; "" when absent
-	inUse      bool               // another process holds the store: a running node
-}
-
-// run makes every check in the order the report lists them.
-func (d *doctorRun) run(ctx context.Context) ([]doctorCheck, error) {
-	var checks []doctorCheck
-	add := func(cs ...doctorCheck) { checks = append(checks, cs...) }
-	add(d.checkDataDir())
-	add(d.checkDB())
-	add(d.checkNodeKey())
-	add(d.checkControlToken())
-	add(d.checkRegistryCredential())
-	add(d.checkWallets()...)
-	// The registry is the slowest check when it does not answer; it runs
-	// while the others do, with what it needs from the checks above.
-	registry := make(chan doctorCheck, 1)
-	go func() { registry <- d.checkRegistry(ctx) }()
-	add(d.checkDisk())
-	add(d.checkStore(ctx)...)
-	add(d.checkRunningNode(ctx)...)
-	add(d.checkPort(ctx))
-	add(<-registry)
-	if err := ctx.Err(); err != nil {
+// reachNode opens the owner's channel to the node running on dir, without
+// logging how it got there.
+func reachNode(ctx context.Context, dir datadir.Dir, addr string) (doctor.Node, error) {
+	ch, err := openNodeChannel(ctx, dir, addr, slog.New(slog.DiscardHandler))
+	if err != nil {
 		return nil, err
 	}
-	return checks, nil
+	return channelNode{ch}, nil
 }
 
-func newDoctorReport(dir dataDir, addr, registryURL string, checks []doctorCheck) doctorReport {
-	rep := doctorReport{DataDir: string(dir), Addr: addr, RegistryURL: registryURL, Status: statusOK, Checks: checks}
-	for _, c := range checks {
-		switch c.Status {
-		case statusFail:
-			rep.Failed++
-			rep.Status = statusFail
-		case statusWarn:
-			rep.Warnings++
-			if rep.Status == statusOK {
-				rep.Status = statusWarn
-			}
-		}
+// proveNodeConn has the process on conn prove it holds pub's key, and then
+// makes a channel of conn alone.
+func proveNodeConn(ctx context.Context, conn net.Conn, addr string, pub ed25519.PublicKey, token string) (doctor.Node, error) {
+	if err := proveNode(ctx, conn, addr, pub); err != nil {
+		return nil, err
 	}
-	return rep
+	fail := func(context.Context) (net.Conn, error) { return nil, errors.New("one proven connection is enough") }
+	return channelNode{newNodeChannel("http://"+addr, token, addr, conn, fail)}, nil
 }
 
-// writeText prints one line per check, a fix under each problem, and a
-// summary line.
-func (rep doctorReport) writeText(w io.Writer) error {
-	if _, err := fmt.Fprintf(w, "civnode doctor: data dir %s, addr %s, registry %s\n", rep.DataDir, rep.Addr, rep.RegistryURL); err != nil {
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, c := range rep.Checks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", statusLabel(c.Status), c.Name, c.Detail)
-		if c.Fix != "" {
-			fmt.Fprintf(tw, "\t\tfix: %s\n", c.Fix)
-		}
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	var summary string
-	switch {
-	case rep.Failed > 0:
-		summary = fmt.Sprintf("%s failed, %s: see the fixes above", plural(rep.Failed, "check"), plural(rep.Warnings, "warning"))
-	case rep.Warnings > 0:
-		summary = fmt.Sprintf("no check failed, %s: see above", plural(rep.Warnings, "warning"))
-	default:
-		summary = "every check passed"
-	}
-	_, err := fmt.Fprintln(w, summary)
-	return err
-}
+func (n channelNode) Via() string { return n.ch.Via }
+func (n channelNode) Close()      { n.ch.Close() }
 
-// statusLabel is a status as the text report shows it: a failure in capitals,
-// so that it stands out in a column of oks.
-func statusLabel(s string) string {
-	if s == statusFail {
-		return "FAIL"
+// Get makes one GET through the channel and returns the status and body.
+func (n channelNode) Get(ctx context.Context, path string, owner bool) (int, []byte, error) {
+	var req *http.Request
+	var err error
+	if owner {
+		req, err = n.ch.NewRequest(ctx, http.MethodGet, path, nil)
+	} else {
+		req, err = http.NewRequestWithContext(ctx, http.MethodGet, n.ch.Base+path, nil)
 	}
-	return s
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
+	if err != nil {
+		return 0, nil, err
 	}
-	return fmt.Sprintf("%d %ss", n, what)
-}
-
-// shellQuote quotes a path for a fix the operator may paste into a shell.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:@,=") == "" {
-		return s
+	resp, err := n.ch.Client.Do(req)
+	if err != nil {
+		return 0, nil, err
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return 0, nil, fmt.Errorf("read the answer to GET %s: %w", path, err)
+	}
+	return resp.StatusCode, body, nil
 }

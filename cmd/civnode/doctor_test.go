@@ -16,6 +16,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/eventlog"
 )
@@ -45,7 +46,7 @@ var doctorCheckNames = []string{"data_dir", "db", "node_key", "control_token", "
 // request to be signed by the node key of dir, as the node signs its own.
 func fakeRegistry(t *testing.T, dir string) *httptest.Server {
 	t.Helper()
-	key, err := loadNodeKey(filepath.Join(dir, "node.key"), discardLogger())
+	key, err := datadir.LoadNodeKey(filepath.Join(dir, "node.key"), discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,14 +7,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// errDataDirInUse means another process, normally a running node, holds the
-// database's lock.
-var errDataDirInUse = errors.New("data dir in use by a running node")
-
-// errNodeKeyLost means node.key is missing beside a chain that another key,
-// the lost one, signed.
-var errNodeKeyLost = errors.New("node.key is missing")
-
 // errNodeUnproven means the process at --addr did not prove that it holds the
 // data dir's node key, so the CLI did not send it the owner token (nodechannel.go).
 var errNodeUnproven = errors.New("could not prove it holds node.key; the owner token was not sent")

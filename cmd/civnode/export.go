@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/eventlog"
 )
 
@@ -19,7 +20,7 @@ func (m *Main) newExportCommand(g *globals) *cobra.Command {
 		Use:   "export",
 		Short: "Write a signed export bundle of the local chain to stdout",
 		Long: `export streams the whole chain of a stopped node to stdout as a signed export
-bundle (wire.md §4) and records export.sealed in the audit log. A running node
+bundle (docs/wire-formats.md) and records export.sealed in the audit log. A running node
 serves the same bundle at GET /v1/events/export.
 
   civnode export --data-dir DIR > bundle.json
@@ -41,17 +42,17 @@ it exits 1 saying that the bundle is whole, and leaves it.`,
 			return m.export(cmd.Context(), dataDirFlag, logger)
 		},
 	}
-	cmd.Flags().StringVar(&dataDirFlag, "data-dir", "", dataDirHelp)
+	cmd.Flags().StringVar(&dataDirFlag, "data-dir", "", datadir.Help)
 	return cmd
 }
 
 func (m *Main) export(ctx context.Context, flag string, logger *slog.Logger) (err error) {
-	dir, err := m.resolveDataDir(flag)
+	dir, err := datadir.Resolve(flag, m.Getenv, m.HomeDir)
 	if err != nil {
 		return err
 	}
-	chain, err := dir.openChain(logger)
-	if errors.Is(err, errDataDirInUse) {
+	chain, err := openChain(dir, logger)
+	if errors.Is(err, datadir.ErrInUse) {
 		return fmt.Errorf("%w; a running node serves its export at GET /v1/events/export", err)
 	}
 	if err != nil {

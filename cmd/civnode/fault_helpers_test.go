@@ -17,6 +17,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/wal"
+
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 )
 
 // The fault tests (docs/reliability.md). TestFaultKillMixedLoad runs
@@ -84,7 +86,7 @@ func copyDataDir(t *testing.T, from string) string {
 // at which each of its records starts, read with Pebble's own reader.
 func newestWAL(t *testing.T, dir string) (path string, starts []int64) {
 	t.Helper()
-	logs, err := wal.Scan(wal.Dir{FS: vfs.Default, Dirname: dataDir(dir).dbPath()})
+	logs, err := wal.Scan(wal.Dir{FS: vfs.Default, Dirname: datadir.Dir(dir).DBPath()})
 	if err != nil || len(logs) == 0 {
 		t.Fatalf("no write-ahead log in %s: %v", dir, err)
 	}

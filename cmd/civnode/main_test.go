@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/eventlog"
 )
 
@@ -275,7 +276,7 @@ func getJSON(t *testing.T, url, token string, want int, v any) []byte {
 	return body
 }
 
-// Response shapes of wire.md §3, §5 and §6, as far as these tests read them.
+// Response shapes of docs/api.md, as far as these tests read them.
 type (
 	stateBody struct {
 		Identity struct {
@@ -317,7 +318,7 @@ func appendNotes(t *testing.T, dir string, from, n int) {
 // openTestLog opens a stopped node's event log; the caller closes it.
 func openTestLog(t *testing.T, dir string) *eventlog.Log {
 	t.Helper()
-	l, err := dataDir(dir).openChain(discardLogger())
+	l, err := openChain(datadir.Dir(dir), discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

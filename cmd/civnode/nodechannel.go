@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/eventlog"
 )
 
@@ -67,28 +68,28 @@ const (
 // openNodeChannel opens the channel to the node running on dir. addr is the
 // node's TCP address (--addr), used only when the control socket cannot be
 // reached. The caller closes the channel.
-func openNodeChannel(ctx context.Context, dir dataDir, addr string, logger *slog.Logger) (*nodeChannel, error) {
-	token, err := loadControlToken(dir.tokenPath(), logger)
+func openNodeChannel(ctx context.Context, dir datadir.Dir, addr string, logger *slog.Logger) (*nodeChannel, error) {
+	token, err := datadir.LoadControlToken(dir.TokenPath(), logger)
 	if err != nil {
-		return nil, fmt.Errorf("%w (%s), but its owner token cannot be read: %w", errDataDirInUse, dir, err)
+		return nil, fmt.Errorf("%w (%s), but its owner token cannot be read: %w", datadir.ErrInUse, dir, err)
 	}
-	if conn, err := dialSocket(ctx, dir.socketPath()); err == nil {
-		logger.Debug("reaching the node through its control socket", "path", dir.socketPath())
-		path := dir.socketPath()
+	if conn, err := dialSocket(ctx, dir.SocketPath()); err == nil {
+		logger.Debug("reaching the node through its control socket", "path", dir.SocketPath())
+		path := dir.SocketPath()
 		return newNodeChannel("http://localhost", token, path, conn, func(ctx context.Context) (net.Conn, error) {
 			return dialSocket(ctx, path)
 		}), nil
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		logger.Debug("control socket unreachable; trying TCP", "path", dir.socketPath(), "err", err)
+		logger.Debug("control socket unreachable; trying TCP", "path", dir.SocketPath(), "err", err)
 	}
 
 	host, err := hostPort(addr)
 	if err != nil {
 		return nil, usageErrorf("--addr %q: %w", addr, err)
 	}
-	key, err := loadNodeKey(dir.keyPath(), logger)
+	key, err := datadir.LoadNodeKey(dir.KeyPath(), logger)
 	if err != nil {
-		return nil, fmt.Errorf("%w (%s), but its node.key, which checks the node at %s, cannot be read: %w", errDataDirInUse, dir, host, err)
+		return nil, fmt.Errorf("%w (%s), but its node.key, which checks the node at %s, cannot be read: %w", datadir.ErrInUse, dir, host, err)
 	}
 	pub := key.Public().(ed25519.PublicKey)
 	dial := func(ctx context.Context) (net.Conn, error) {
@@ -193,11 +194,11 @@ func hostPort(addr string) (string, error) {
 
 // dialProvenNode dials the node at addr and has it prove, on that connection,
 // that it holds the private key of pub. It returns the connection only then.
-func dialProvenNode(ctx context.Context, dir dataDir, addr string, pub ed25519.PublicKey) (net.Conn, error) {
+func dialProvenNode(ctx context.Context, dir datadir.Dir, addr string, pub ed25519.PublicKey) (net.Conn, error) {
 	d := net.Dialer{Timeout: tcpDialTimeout}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("%w, but no node answers at %s (give its address with --addr): %w", errDataDirInUse, addr, err)
+		return nil, fmt.Errorf("%w, but no node answers at %s (give its address with --addr): %w", datadir.ErrInUse, addr, err)
 	}
 	if err := proveNode(ctx, conn, addr, pub); err != nil {
 		conn.Close()

@@ -14,8 +14,6 @@ import (
 // The serve side of the CLI's channel to a running node (nodechannel.go): the
 // control socket in the data dir, served beside the TCP listener.
 
-func (d dataDir) socketPath() string { return filepath.Join(string(d), "control.sock") }
-
 // maxSocketPath is the longest path a unix socket can have on Linux: sockaddr_un
 // holds 108 bytes, the terminating NUL included.
 const maxSocketPath = 107

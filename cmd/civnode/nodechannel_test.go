@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/eventlog"
 	civhttp "github.com/civnode/civnode/http"
 )
@@ -142,7 +143,7 @@ func removeSocket(t *testing.T, dir string) {
 
 func nodeDIDOf(t *testing.T, dir string) string {
 	t.Helper()
-	key, err := loadNodeKey(filepath.Join(dir, "node.key"), discardLogger())
+	key, err := datadir.LoadNodeKey(filepath.Join(dir, "node.key"), discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,17 +324,17 @@ type proofServer struct {
 	proofs atomic.Int32
 }
 
-func newProofServer(t *testing.T, dir dataDir) *proofServer {
+func newProofServer(t *testing.T, dir datadir.Dir) *proofServer {
 	t.Helper()
 	logger := discardLogger()
-	if err := dir.create(logger); err != nil {
+	if err := dir.Create(logger); err != nil {
 		t.Fatal(err)
 	}
-	key, err := loadOrCreateNodeKey(dir.keyPath(), logger)
+	key, err := datadir.LoadOrCreateNodeKey(dir.KeyPath(), logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	token, err := loadOrCreateControlToken(dir.tokenPath(), logger)
+	token, err := datadir.LoadOrCreateControlToken(dir.TokenPath(), logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +359,7 @@ func newProofServer(t *testing.T, dir dataDir) *proofServer {
 // TestNodeChannelProvesEveryConnection: a connection the client opens after
 // the first is proved too before it carries the token.
 func TestNodeChannelProvesEveryConnection(t *testing.T) {
-	dir := dataDir(filepath.Join(t.TempDir(), "node"))
+	dir := datadir.Dir(filepath.Join(t.TempDir(), "node"))
 	p := newProofServer(t, dir)
 	ctx := context.Background()
 	ch, err := openNodeChannel(ctx, dir, p.addr, discardLogger())

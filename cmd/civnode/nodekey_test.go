@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/eventlog"
 )
 
@@ -115,7 +116,7 @@ func TestOtherNodeKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyFile := pem.EncodeToMemory(&pem.Block{Type: pemPrivateKey, Bytes: der})
+	keyFile := pem.EncodeToMemory(&pem.Block{Type: datadir.PEMType, Bytes: der})
 	if err := os.WriteFile(filepath.Join(dir, "node.key"), keyFile, 0o600); err != nil {
 		t.Fatal(err)
 	}

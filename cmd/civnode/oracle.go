@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/commands"
 	civhttp "github.com/civnode/civnode/http"
 )
@@ -62,7 +63,7 @@ with nothing recorded; 2 a usage error.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	f := cmd.PersistentFlags()
-	f.StringVar(&cfg.dataDir, "data-dir", "", dataDirHelp)
+	f.StringVar(&cfg.dataDir, "data-dir", "", datadir.Help)
 	f.BoolVar(&cfg.json, "json", false, "print one JSON object (docs/oracle.md) instead of text")
 	cmd.AddCommand(
 		m.newOraclePublishCommand(g, &cfg),
@@ -363,7 +364,7 @@ func cliOracleError(err error) oracleError {
 			return e
 		}
 	}
-	if errors.Is(err, errDataDirInUse) {
+	if errors.Is(err, datadir.ErrInUse) {
 		return oracleError{Kind: "unavailable", Code: "data_dir_in_use", Message: err.Error()}
 	}
 	return oracleError{Kind: "failed", Code: "failed", Message: err.Error()}
@@ -391,11 +392,11 @@ func (m *Main) withOracle(ctx context.Context, g *globals, cfg *oracleConfig, do
 	if err != nil {
 		return err
 	}
-	dir, err := m.resolveDataDir(cfg.dataDir)
+	dir, err := datadir.Resolve(cfg.dataDir, m.Getenv, m.HomeDir)
 	if err != nil {
 		return err
 	}
-	sock := dir.oracleSocketPath()
+	sock := dir.OracleSocketPath()
 	client, dialErr := dialOracle(ctx, sock)
 	if dialErr == nil {
 		defer client.Close()
@@ -403,8 +404,8 @@ func (m *Main) withOracle(ctx context.Context, g *globals, cfg *oracleConfig, do
 		return do(ctx, client)
 	}
 	logger.Debug("no node answers on the oracle socket; opening the data dir", "path", sock, "err", dialErr)
-	node, err := dir.openCore(ctx, logger)
-	if errors.Is(err, errDataDirInUse) {
+	node, err := openExistingCore(ctx, dir, logger)
+	if errors.Is(err, datadir.ErrInUse) {
 		return fmt.Errorf("%w, but its oracle socket %s cannot be reached (%w); the node's log says why it serves none", err, sock, dialErr)
 	}
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/commands"
 )
 
@@ -66,7 +67,7 @@ func staleSocket(t *testing.T, path string) {
 func TestOracleSocket(t *testing.T) {
 	needBinary(t)
 	f := newOracleFixture(t, t.TempDir())
-	sock := dataDir(f.dir).oracleSocketPath()
+	sock := datadir.Dir(f.dir).OracleSocketPath()
 
 	// A killed node's socket: the CLI works on the data dir, and the next
 	// node replaces it.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/eventlog/events"
@@ -36,7 +37,7 @@ func newOracleFixture(t *testing.T, tmp string) *oracleFixture {
 	startNode(t, dir).stop(t)
 	f := &oracleFixture{dir: dir, dids: map[string]string{}, salts: map[string]string{}}
 	ctx := context.Background()
-	node, err := dataDir(dir).openCore(ctx, discardLogger())
+	node, err := openExistingCore(ctx, datadir.Dir(dir), discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func newOracleFixture(t *testing.T, tmp string) *oracleFixture {
 		t.Fatalf("bob's credit after the mission: %d %v", c, err)
 	}
 	f.setupTip = node.Log.Tip().Seq
-	if f.nodeKey, err = loadNodeKey(dataDir(dir).keyPath(), discardLogger()); err != nil {
+	if f.nodeKey, err = datadir.LoadNodeKey(datadir.Dir(dir).KeyPath(), discardLogger()); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -378,7 +379,7 @@ func TestOraclePullRefusesForgedFeed(t *testing.T) {
 	forged := events.OracleFeedPublished{Feed: "wx.lisbon", Publisher: "ada", PublisherDID: f.dids["ada"], Version: 2, Price: 2,
 		Payload:   json.RawMessage(`{"temp_c":45}`),
 		Signature: base64.StdEncoding.EncodeToString(ed25519.Sign(f.agentKey(t, "ada"), signed))}
-	node, err := dataDir(f.dir).openCore(context.Background(), discardLogger())
+	node, err := openExistingCore(context.Background(), datadir.Dir(f.dir), discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

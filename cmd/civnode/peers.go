@@ -5,13 +5,12 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/civnode/civnode/eventlog"
-	"github.com/civnode/civnode/eventlog/events"
+	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/stream"
 )
 
-// peerRecorder appends peer.connected and peer.disconnected for the leaf link.
-// The stream server starts before the log opens and may report a link that
+// peerRecorder hands the leaf links' changes to commands.Peers, which records
+// them as peer.connected and peer.disconnected. The stream server starts before the log opens and may report a link that
 // came up meanwhile, so changes are queued and appended, in the order they
 // were reported, once record runs.
 type peerRecorder struct {
@@ -37,16 +36,22 @@ func (p *peerRecorder) note(c stream.PeerChange) {
 	}
 }
 
-// record appends queued changes to chain until ctx is done, then appends what
-// is still queued and returns.
-func (p *peerRecorder) record(ctx context.Context, chain *eventlog.Log) {
+// record appends queued changes through peers until ctx is done, then
+// appends what is still queued and returns.
+func (p *peerRecorder) record(ctx context.Context, peers *commands.Peers) {
 	for {
 		p.mu.Lock()
 		batch := p.pending
 		p.pending = nil
 		p.mu.Unlock()
 		for _, c := range batch {
-			p.append(context.WithoutCancel(ctx), chain, c)
+			link := commands.PeerLink{Connected: c.Connected, Kind: c.Kind, Remote: c.Remote, ServerID: c.ServerID, Name: c.Name}
+			if _, err := peers.Record(context.WithoutCancel(ctx), link); err != nil {
+				// The link's state is still in the network status; only the
+				// record of the change is lost, and a failed log stops the
+				// node's writes anyway.
+				p.logger.Error("record a peer link", "remote", c.Remote, "err", err)
+			}
 		}
 		select {
 		case <-p.wake:
@@ -62,28 +67,4 @@ func (p *peerRecorder) queued() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.pending)
-}
-
-func (p *peerRecorder) append(ctx context.Context, chain *eventlog.Log, c stream.PeerChange) {
-	draft := eventlog.Draft{Type: events.TypePeerDisconnected, Payload: events.PeerDisconnected{
-		Kind: c.Kind, Remote: c.Remote, ServerID: optional(c.ServerID), Name: optional(c.Name),
-	}}
-	if c.Connected {
-		draft = eventlog.Draft{Type: events.TypePeerConnected, Payload: events.PeerConnected{
-			Kind: c.Kind, Remote: c.Remote, ServerID: optional(c.ServerID), Name: optional(c.Name),
-		}}
-	}
-	if _, err := chain.Append(ctx, draft); err != nil {
-		// The link's state is still in the network status; only the record of
-		// the change is lost, and a failed log stops the node's writes anyway.
-		p.logger.Error("append "+draft.Type, "remote", c.Remote, "err", err)
-	}
-}
-
-// optional is nil for "", which a payload writes as null.
-func optional(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }

@@ -75,3 +75,29 @@ func isTerminal(w io.Writer) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
+
+// byteProgress draws a bar of bytes copied on stderr when it is a terminal,
+// for a copy whose size is known once it starts (backup, restore). It returns
+// the callback (nil when there is no bar) and a function that removes the bar.
+func (m *Main) byteProgress(desc string) (func(done, total int64), func()) {
+	if !isTerminal(m.Stderr) {
+		return nil, func() {}
+	}
+	var bar *progressbar.ProgressBar
+	return func(done, total int64) {
+			if bar == nil {
+				bar = progressbar.NewOptions64(total,
+					progressbar.OptionSetWriter(m.Stderr),
+					progressbar.OptionSetDescription(desc),
+					progressbar.OptionShowBytes(true),
+					progressbar.OptionThrottle(100*time.Millisecond),
+					progressbar.OptionClearOnFinish(),
+				)
+			}
+			bar.Set64(done)
+		}, func() {
+			if bar != nil {
+				bar.Finish()
+			}
+		}
+}

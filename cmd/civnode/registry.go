@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/eventlog"
 )
@@ -35,11 +36,11 @@ const (
 // credential is <data-dir>/registry.credential, when the operator has put one
 // there; without it the node still signs every request with its key.
 // observe, if not nil, is told of every attempt (the node's metrics).
-func openRegistry(d dataDir, url string, key ed25519.PrivateKey, logger *slog.Logger, observe func(servicenet.Attempt)) (*servicenet.Client, error) {
-	cred, err := readSecretFile(d.registryCredentialPath(), logger)
+func openRegistry(d datadir.Dir, url string, key ed25519.PrivateKey, logger *slog.Logger, observe func(servicenet.Attempt)) (*servicenet.Client, error) {
+	cred, err := datadir.ReadSecret(d.RegistryCredentialPath(), logger)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		logger.Info("no registry credential; registry requests carry only the node's signature", "path", d.registryCredentialPath())
+		logger.Info("no registry credential; registry requests carry only the node's signature", "path", d.RegistryCredentialPath())
 	case err != nil:
 		return nil, fmt.Errorf("read registry credential: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/commands/servicenet/servicenettest"
 	"github.com/civnode/civnode/eventlog"
@@ -27,7 +28,7 @@ func registryProcess(t *testing.T, prepare func(dir string)) (*process, *service
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "node")
 	startNode(t, dir).stop(t)
-	key, err := loadNodeKey(filepath.Join(dir, "node.key"), discardLogger())
+	key, err := datadir.LoadNodeKey(filepath.Join(dir, "node.key"), discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/commands/servicenet/servicenettest"
 	"github.com/civnode/civnode/eventlog"
@@ -22,7 +23,7 @@ import (
 func TestServeProxiesRegistry(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "node")
 	startNode(t, dir).stop(t)
-	key, err := loadNodeKey(filepath.Join(dir, "node.key"), discardLogger())
+	key, err := datadir.LoadNodeKey(filepath.Join(dir, "node.key"), discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/projections"
@@ -41,17 +42,17 @@ exit 1 and verify's invalid: line, and the kept models stay live.`,
 			return m.replay(cmd.Context(), dataDirFlag, logger)
 		},
 	}
-	cmd.Flags().StringVar(&dataDirFlag, "data-dir", "", dataDirHelp)
+	cmd.Flags().StringVar(&dataDirFlag, "data-dir", "", datadir.Help)
 	return cmd
 }
 
 func (m *Main) replay(ctx context.Context, flag string, logger *slog.Logger) (err error) {
-	dir, err := m.resolveDataDir(flag)
+	dir, err := datadir.Resolve(flag, m.Getenv, m.HomeDir)
 	if err != nil {
 		return err
 	}
-	node, err := dir.openCore(ctx, logger)
-	if errors.Is(err, errDataDirInUse) {
+	node, err := openExistingCore(ctx, dir, logger)
+	if errors.Is(err, datadir.ErrInUse) {
 		return fmt.Errorf("%w; stop the node first", err)
 	}
 	if err != nil {

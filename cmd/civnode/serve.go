@@ -9,16 +9,19 @@ import (
 	"math"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/core"
+	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/eventlog"
 	civhttp "github.com/civnode/civnode/http"
 	"github.com/civnode/civnode/stream"
 )
 
-// serveConfig is the command line of serve (wire.md §10).
+// serveConfig is the command line of serve (civnode serve --help).
 type serveConfig struct {
 	dataDir string
 	addr    string
@@ -108,7 +111,7 @@ with Retry-After (health and the node proof are never held back). Every limit is
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.dataDir, "data-dir", "", dataDirHelp)
+	f.StringVar(&cfg.dataDir, "data-dir", "", datadir.Help)
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "listen address HOST:PORT; port 0 picks a free port")
 	f.StringSliceVar(&cfg.governs, "governs", []string{"genesis"}, "subnets this node is the governance actor for, comma separated")
 	f.IntVar(&cfg.pageBytes, "page-bytes", civhttp.DefaultPageBytes, "byte `BUDGET` of one page of a list response; a page ends before the item that would pass it (docs/limits.md)")
@@ -194,18 +197,18 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	if err != nil {
 		return err
 	}
-	dir, err := m.resolveDataDir(cfg.dataDir)
+	dir, err := datadir.Resolve(cfg.dataDir, m.Getenv, m.HomeDir)
 	if err != nil {
 		return err
 	}
-	if err := dir.create(logger); err != nil {
+	if err := dir.Create(logger); err != nil {
 		return err
 	}
-	key, err := dir.serveNodeKey(logger)
+	key, err := dir.ServeNodeKey(logger)
 	if err != nil {
 		return err
 	}
-	token, err := loadOrCreateControlToken(dir.tokenPath(), logger)
+	token, err := datadir.LoadOrCreateControlToken(dir.TokenPath(), logger)
 	if err != nil {
 		return err
 	}
@@ -234,7 +237,7 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 		return err
 	}
 	node, err := openCore(ctx, dir, key, core.Config{Catalog: cat, Governs: cfg.governs,
-		Keys: dir.keystore(), Registry: registry}, logger,
+		Keys: keystore(dir), Registry: registry}, logger,
 		logHooks{onCommit: st.Publish, onGroupCommit: metrics.ObserveGroupCommit, onTreeBuild: m.treeBuildBar(), modelCache: cfg.modelCache})
 	var ce *eventlog.ChainError
 	if errors.Is(err, eventlog.ErrCorrupt) {
@@ -265,11 +268,11 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	chain := node.Log
 	go func() {
 		defer close(recorded)
-		peers.record(recordCtx, chain)
+		peers.record(recordCtx, commands.NewPeers(chain))
 	}()
 	go func() {
 		defer close(checkpointsDone)
-		publishCheckpoints(recordCtx, chain, st, checkpointInterval, logger)
+		st.PublishCheckpoints(recordCtx, chain, stream.CheckpointInterval)
 	}()
 
 	ln, err := net.Listen("tcp", cfg.addr)
@@ -279,7 +282,7 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	addr := ln.Addr().String()
 	// After openCore: the database lock proves that a socket already in the
 	// data dir is stale.
-	if sock := listenControlSocket(dir.socketPath(), logger); sock != nil {
+	if sock := listenControlSocket(dir.SocketPath(), logger); sock != nil {
 		ln = mergeListeners(ln, sock)
 	}
 	version := buildVersion()
@@ -292,7 +295,7 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	}
 	// After node.started, and closed before node.stopped, so that every
 	// oracle event of this run falls between the two.
-	oracle := startOracleSocket(ctx, dir.oracleSocketPath(), coreOracle{node}, logger)
+	oracle := startOracleSocket(ctx, dir.OracleSocketPath(), coreOracle{node}, logger)
 	defer oracle.Close()
 	srv := civhttp.New(serverOptions(node, civhttp.Options{
 		OwnerToken:     token,
@@ -307,7 +310,11 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 		Stream:         st,
 
 		MaxConnsPerAddr: cfg.httpMaxConnsPerAddr(),
-		Metrics:         metrics,
+		Snapshot: func(ctx context.Context) (civhttp.Snapshot, error) {
+			snap, err := snapshotStore(ctx, chain, dir, time.Now())
+			return civhttp.Snapshot{Dir: snap.Dir, Backup: snap.Backup}, err
+		},
+		Metrics: metrics,
 	}))
 	logger.Info("serving", "addr", addr, "node_did", chain.NodeDID(), "data_dir", string(dir),
 		"tip_seq", chain.Tip().Seq, "version", version, "catalog_version", cat.Version, "registry", registry.BaseURL(),

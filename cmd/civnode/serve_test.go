@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/eventlog"
 )
 
@@ -36,7 +37,7 @@ func TestServeEndToEnd(t *testing.T) {
 	if !regexp.MustCompile(`^[0-9a-f]{64}\n$`).Match(raw) {
 		t.Errorf("control.token holds %d bytes, want 64 hex digits and a newline", len(raw))
 	}
-	key, err := loadNodeKey(filepath.Join(dir, "node.key"), discardLogger())
+	key, err := datadir.LoadNodeKey(filepath.Join(dir, "node.key"), discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -164,7 +164,7 @@ func TestSubprocessKillUnderLoad(t *testing.T) {
 // requireTreeMatchesChain holds the Merkle tree a restarted node serves to
 // its chain: the signed checkpoint's root is the root civnode verify
 // recomputes from the events of an export of the same size, which also
-// carries a checkpoint that must verify (wire.md §11).
+// carries a checkpoint that must verify (docs/transparency.md).
 func requireTreeMatchesChain(t *testing.T, when string, p *process) {
 	t.Helper()
 	var head struct {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/commands"
 )
@@ -55,7 +56,7 @@ this once and never stored:
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	f := cmd.PersistentFlags()
-	f.StringVar(&cfg.dataDir, "data-dir", "", dataDirHelp)
+	f.StringVar(&cfg.dataDir, "data-dir", "", datadir.Help)
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "address HOST:PORT of the node running on --data-dir, used when its control.sock cannot be reached")
 	cmd.AddCommand(
 		m.newTokenCreateCommand(g, &cfg),
@@ -167,12 +168,12 @@ func (m *Main) withNodeAdmin(ctx context.Context, g *globals, cfg *tokenConfig,
 	if err != nil {
 		return err
 	}
-	dir, err := m.resolveDataDir(cfg.dataDir)
+	dir, err := datadir.Resolve(cfg.dataDir, m.Getenv, m.HomeDir)
 	if err != nil {
 		return err
 	}
-	node, err := dir.openCore(ctx, logger)
-	if errors.Is(err, errDataDirInUse) {
+	node, err := openExistingCore(ctx, dir, logger)
+	if errors.Is(err, datadir.ErrInUse) {
 		ch, err := openNodeChannel(ctx, dir, cfg.addr, logger)
 		if err != nil {
 			return err

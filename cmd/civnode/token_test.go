@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/eventlog"
 )
 
@@ -64,7 +65,7 @@ func TestTokenCommands(t *testing.T) {
 	n := startNode(t, dir)
 	n.stop(t)
 	appendIdentity(t, dir, "identity.bootstrapped", "alice", cliAliceDID)
-	key, err := loadNodeKey(filepath.Join(dir, "node.key"), discardLogger())
+	key, err := datadir.LoadNodeKey(filepath.Join(dir, "node.key"), discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

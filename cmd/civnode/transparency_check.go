@@ -16,6 +16,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/atomicfile"
 )
 
 // The problems check reports, each with exit status 1; errAnotherKey is the
@@ -353,7 +354,7 @@ func writeEvidenceFile(state, problem string, at time.Time, data []byte) (string
 		if err != nil {
 			return "", fmt.Errorf("write the evidence %s: %w", path, err)
 		}
-		if err := syncDir(dir); err != nil {
+		if err := atomicfile.SyncDir(dir); err != nil {
 			return "", fmt.Errorf("write the evidence %s: %w", path, err)
 		}
 		return path, nil

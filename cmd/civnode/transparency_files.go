@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/civnode/civnode/internal/atomicfile"
 )
 
 // replaceFile puts data at path through a temporary file in tmpDir, which
@@ -91,7 +93,7 @@ func (s *dirSyncer) sync() error {
 	}
 	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
 	for _, d := range dirs {
-		if err := syncDir(d); err != nil {
+		if err := atomicfile.SyncDir(d); err != nil {
 			return err
 		}
 		delete(s.dirty, d)
@@ -118,5 +120,5 @@ func writeStateFile(path string, data []byte) error {
 	if err := replaceFile(path, dir, data, 0o600); err != nil {
 		return err
 	}
-	return syncDir(dir)
+	return atomicfile.SyncDir(dir)
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 )
 
 type proveConfig struct {
@@ -89,7 +91,7 @@ the data dir, where --tree-size may name any earlier tree.`,
 	f.Int64Var(&cfg.treeSize, "tree-size", 0, "prove in the tree of the first `N` events (default: the current tree)")
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "the node: its URL with --token, else HOST:PORT of the node running on --data-dir")
 	f.StringVar(&cfg.token, "token", "", "an owner or observer token of the node at --addr (default $"+tokenEnv+")")
-	f.StringVar(&cfg.dataDir, "data-dir", "", dataDirHelp)
+	f.StringVar(&cfg.dataDir, "data-dir", "", datadir.Help)
 	return cmd
 }
 

@@ -16,7 +16,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/atomicfile"
 )
 
 // The files of a publish directory besides the tiles. checkpoint and tile/
@@ -83,7 +85,7 @@ token does), or from the data dir itself when no node runs.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.dir, "dir", "", "directory to write the checkpoint and tiles to (created if missing)")
-	f.StringVar(&cfg.dataDir, "data-dir", "", dataDirHelp)
+	f.StringVar(&cfg.dataDir, "data-dir", "", datadir.Help)
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "address HOST:PORT of the node running on --data-dir, used when its control.sock cannot be reached")
 	return cmd
 }
@@ -183,7 +185,7 @@ func (m *Main) publish(ctx context.Context, logger *slog.Logger, cfg publishConf
 		if err := replaceFile(filepath.Join(dir, publishCheckpoint), tmpDir, signed, 0o644); err != nil {
 			return err
 		}
-		if err := syncDir(dir); err != nil {
+		if err := atomicfile.SyncDir(dir); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/eventlog"
 )
 
@@ -50,12 +51,12 @@ func tilePath(t tlog.Tile) string {
 // wallet reach it, nodechannel.go), else the log itself. The caller calls
 // closeFn.
 func (m *Main) openLocalSource(ctx context.Context, logger *slog.Logger, dataDirFlag, addr string) (src treeSource, closeFn func() error, err error) {
-	dir, err := m.resolveDataDir(dataDirFlag)
+	dir, err := datadir.Resolve(dataDirFlag, m.Getenv, m.HomeDir)
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := dir.openChain(logger)
-	if errors.Is(err, errDataDirInUse) {
+	l, err := openChain(dir, logger)
+	if errors.Is(err, datadir.ErrInUse) {
 		ch, err := openNodeChannel(ctx, dir, addr, logger)
 		if err != nil {
 			return nil, nil, err

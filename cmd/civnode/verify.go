@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/eventlog"
 )
 
@@ -23,7 +24,7 @@ func (m *Main) newVerifyCommand(g *globals) *cobra.Command {
 		Long: `verify checks a chain as an observer does, trusting nothing in it: every
 event's id, signature, seq, timestamp and prev_hash link from genesis to tip,
 and for a bundle the bundle_signature over its root hash, tip hash and
-generated_at (wire.md §4). Only the bundle's values count, never how it is
+generated_at (docs/wire-formats.md). Only the bundle's values count, never how it is
 written: a copy that was pretty-printed, had its keys reordered or its
 characters escaped (python3 -m json.tool, jq) verifies as the original does.
 
@@ -107,7 +108,7 @@ func (m *Main) verifyBundle(ctx context.Context, path string) error {
 	checkpoint := ", no checkpoint"
 	if rep.Checkpoint {
 		// The tree's root, recomputed from the events, is the one the
-		// bundle's signed checkpoint names (wire.md §11).
+		// bundle's signed checkpoint names (docs/transparency.md).
 		checkpoint = ", checkpoint tree root " + base64.StdEncoding.EncodeToString(rep.TreeRoot[:])
 	}
 	_, err = fmt.Fprintf(m.Stdout, "ok: %d events, node %s, root %s, tip %s, export %s generated %s%s\n",
@@ -118,14 +119,14 @@ func (m *Main) verifyBundle(ctx context.Context, path string) error {
 // verifyDataDir verifies the whole local chain of a stopped node, and reads
 // the rest of its store for damage.
 func (m *Main) verifyDataDir(ctx context.Context, flag string, logger *slog.Logger) (err error) {
-	dir, err := m.resolveDataDir(flag)
+	dir, err := datadir.Resolve(flag, m.Getenv, m.HomeDir)
 	if err != nil {
 		return err
 	}
-	chain, err := dir.openChain(logger)
-	if errors.Is(err, errDataDirInUse) {
+	chain, err := openChain(dir, logger)
+	if errors.Is(err, datadir.ErrInUse) {
 		return fmt.Errorf("%w; verify an export instead: curl -sH \"Authorization: Bearer $(cat %s)\" http://HOST:PORT/v1/events/export | civnode verify -",
-			err, dir.tokenPath())
+			err, dir.TokenPath())
 	}
 	if err != nil {
 		return m.invalid(err)

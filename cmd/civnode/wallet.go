@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/commands"
 )
@@ -39,7 +40,7 @@ proved it holds the data dir's key). No command ever prints a key.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	f := cmd.PersistentFlags()
-	f.StringVar(&cfg.dataDir, "data-dir", "", dataDirHelp)
+	f.StringVar(&cfg.dataDir, "data-dir", "", datadir.Help)
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "address HOST:PORT of the node running on --data-dir, used when its control.sock cannot be reached")
 	cmd.AddCommand(m.newWalletCreateCommand(g, &cfg), m.newWalletListCommand(g, &cfg))
 	return cmd

@@ -61,7 +61,7 @@ type MissionTemplate struct {
 	Sets []string `json:"sets"`
 }
 
-// Reward is a mission's reward (control-api.md "Reward"); every field is an
+// Reward is a mission's reward (docs/api.md, "Missions"); every field is an
 // integer from 0 to MaxReward.
 type Reward struct {
 	AgentCredit         int64 `json:"agent_credit"`

@@ -9,7 +9,7 @@ import (
 )
 
 // TestDefault holds the built-in catalog to the rules and to what the game
-// layer promises about it: the spec's factions and roles, a starter mission for
+// layer promises about it: the factions and roles of docs/game.md, a starter mission for
 // every role open to every faction, and a default pack.
 func TestDefault(t *testing.T) {
 	c, err := Parse(defaultJSON)

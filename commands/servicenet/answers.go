@@ -12,8 +12,8 @@ import (
 
 // Decoding the registry's answers. The node relays them to its clients and
 // records them in events, so each must be exactly the documented shape
-// (control-api.md "Registry agent summary", "Registry agent card", "Task",
-// invoke responses): a required member missing or of the wrong type, or a
+// (docs/api.md, "Agent registry proxy": the agent summary, the agent card, the
+// task, the invoke responses): a required member missing or of the wrong type, or a
 // status outside the contract, makes the whole answer malformed rather than
 // half-read. Members the contract does not name are ignored, so a registry
 // may grow its answers without breaking nodes.
@@ -55,7 +55,7 @@ func (o object) str(name string, required bool) (string, error) {
 	return s, nil
 }
 
-// id reads a string member that must be a registry id (wire.md §9), since
+// id reads a string member that must be a registry id (docs/servicenet.md), since
 // the node will put it in a URL later.
 func (o object) id(name string, required bool) (string, error) {
 	s, err := o.str(name, required)

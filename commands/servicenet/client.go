@@ -67,7 +67,7 @@ const (
 
 const (
 	// maxAnswerBytes bounds a registry answer, the node's own body limit
-	// (wire.md §1): nothing larger could be relayed anyway.
+	// (docs/api.md): nothing larger could be relayed anyway.
 	maxAnswerBytes = 1 << 20
 	// maxCachedCards bounds the card cache, so listing a huge registry
 	// agent by agent cannot grow the node's memory without end.

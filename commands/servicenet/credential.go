@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// The node's own credential (wire.md §9). The registry authenticates the node,
+// The node's own credential (docs/servicenet.md). The registry authenticates the node,
 // never its clients: the bearer is the node's registry credential and the
 // signature is made with the node key, so a captured request cannot be
 // replayed with another path, body or time.

@@ -1,11 +1,11 @@
 // Package servicenet is the node's client of the external agent registry
-// (spec "Agent registry proxy", wire.md §9) and the x402 payment exchange it
+// (docs/servicenet.md) and the x402 payment exchange it
 // may demand.
 //
 // The registry client (client.go) lists agents, fetches cards (cached for
 // CardTTL), invokes agents and fetches tasks. It signs every request with the
 // node's own credential (credential.go) and never carries the control token.
-// Ids are checked against wire.md's alphabet and path-escaped before they
+// Ids are checked against the registry id alphabet and path-escaped before they
 // become part of a URL, so no id can change the registry's host or the path's
 // shape. Idempotent calls retry with backoff (retry.go); an invoke is never
 // retried, except once with a payment after a 402.

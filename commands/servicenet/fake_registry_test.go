@@ -64,7 +64,7 @@ func newFakeRegistry(t *testing.T, handle func(w http.ResponseWriter, r *http.Re
 	return f
 }
 
-// verify checks the node credential (wire.md §9) as a registry would.
+// verify checks the node credential (docs/servicenet.md) as a registry would.
 func (f *fakeRegistry) verify(r *http.Request, body []byte, wantCred string) {
 	t := f.t
 	if got, want := r.Header.Get("Authorization"), "Bearer "+wantCred; wantCred == "" && got != "" || wantCred != "" && got != want {

@@ -5,13 +5,13 @@ import (
 	"fmt"
 )
 
-// maxIDLen is wire.md §9's upper bound on an agent, task or receipt id.
+// maxIDLen is the upper bound on an agent, task or receipt id (docs/servicenet.md).
 const maxIDLen = 128
 
 // ErrInvalidID is the cause of every InvalidIDError, for errors.Is.
 var ErrInvalidID = errors.New("invalid registry id")
 
-// InvalidIDError is an agent or task id outside wire.md's alphabet. It is the
+// InvalidIDError is an agent or task id outside the registry id alphabet. It is the
 // caller's input error, found before the registry is called, so package
 // commands can answer 400 invalid_field naming Field.
 type InvalidIDError struct {
@@ -27,7 +27,7 @@ func (e *InvalidIDError) Error() string {
 
 func (e *InvalidIDError) Unwrap() error { return ErrInvalidID }
 
-// ValidID reports whether id is a registry id of wire.md §9:
+// ValidID reports whether id is a registry id (docs/servicenet.md):
 // [A-Za-z0-9._:-]{1,128}. "." and ".." are refused as well, because as a path
 // segment they would climb out of /v1/agents/ even when escaped (PathEscape
 // leaves dots alone).

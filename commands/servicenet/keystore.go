@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/ethereum/go-ethereum/crypto"
+
+	"github.com/civnode/civnode/internal/atomicfile"
 )
 
 // Payment-account keys as files: <dir>/<ref>.key holds the account's
@@ -59,9 +61,10 @@ func NewKeystore(dir string) *Keystore { return &Keystore{dir: dir} }
 func (k *Keystore) path(ref string) string { return filepath.Join(k.dir, ref+keyFileSuffix) }
 
 // Create makes a fresh key for ref and returns its EIP-55 address. The key is
-// written to a temporary file, synced, then hard-linked to its name, which
-// fails rather than overwrites when the name exists, so two Creates racing
-// for one ref leave exactly one key and a crash leaves none half-written.
+// written with atomicfile.Create, which links a synced temporary file to its
+// name and fails rather than overwrites when the name exists, so two Creates
+// racing for one ref leave exactly one key and a crash leaves none
+// half-written.
 func (k *Keystore) Create(ref string) (string, error) {
 	if !ValidRef(ref) {
 		return "", fmt.Errorf("create payment account %q: invalid ref", ref)
@@ -77,49 +80,15 @@ func (k *Keystore) Create(ref string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("create payment account %q: generate key: %w", ref, err)
 	}
-	// CreateTemp opens with O_EXCL and mode 0600.
-	tmp, err := os.CreateTemp(k.dir, "."+ref+".tmp-*")
-	if err != nil {
-		return "", fmt.Errorf("create payment account %q: %w", ref, err)
-	}
-	defer os.Remove(tmp.Name())
 	content := hex.EncodeToString(crypto.FromECDSA(key)) + "\n"
-	if _, err := io.WriteString(tmp, content); err != nil {
-		tmp.Close()
+	err = atomicfile.Create(final, []byte(content), 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("create payment account %q: %w", ref, ErrAccountExists)
+	}
+	if err != nil {
 		return "", fmt.Errorf("create payment account %q: write key: %w", ref, err)
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("create payment account %q: sync key: %w", ref, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return "", fmt.Errorf("create payment account %q: %w", ref, err)
-	}
-	if err := os.Link(tmp.Name(), final); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return "", fmt.Errorf("create payment account %q: %w", ref, ErrAccountExists)
-		}
-		return "", fmt.Errorf("create payment account %q: %w", ref, err)
-	}
-	// The key is in place; a temporary name left behind is only clutter.
-	_ = os.Remove(tmp.Name())
-	if err := syncDir(k.dir); err != nil {
-		return "", fmt.Errorf("create payment account %q: sync directory: %w", ref, err)
-	}
 	return crypto.PubkeyToAddress(key.PublicKey).Hex(), nil
-}
-
-// syncDir makes a new directory entry durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	if err := d.Sync(); err != nil {
-		d.Close()
-		return err
-	}
-	return d.Close()
 }
 
 // Wallet loads ref's key. Like ssh with a private key, it refuses a key file

@@ -8,7 +8,7 @@ import (
 	"slices"
 )
 
-// OAuth consent (spec "Authentication" 6): an agent whose card declares
+// OAuth consent (docs/servicenet.md, "OAuth consent"): an agent whose card declares
 // security_schemes needs a grant the operator completes outside the node.
 // The schemes follow OpenAPI's Security Scheme Object, as A2A agent cards do:
 //

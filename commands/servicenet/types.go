@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// The registry's shapes (spec "Registry agent summary", "Registry agent card",
-// "Task"; wire.md §9: the registry answers in the shapes the proxy returns).
+// The registry's shapes: the agent summary, the agent card and the task, which
+// the registry answers in the shapes the proxy returns (docs/servicenet.md,
+// docs/api.md "Agent registry proxy").
 
 // Summary is one agent of GET {registry}/v1/agents.
 type Summary struct {
@@ -89,7 +90,7 @@ type InvokeResponse struct {
 	Settlement *SettlementResponse `json:"-"`
 }
 
-// Task is a registry task (spec "Task").
+// Task is a registry task (docs/api.md, "Agent registry proxy").
 type Task struct {
 	TaskID string          `json:"task_id"`
 	Status string          `json:"status"`

@@ -40,7 +40,7 @@ function keyFromDID(did) {
   return createPublicKey({ key: spki, format: "der", type: "spki" });
 }
 
-// check verifies an event as wire.md §3 defines it: id = SHA-256 of the JCS
+// check verifies an event as docs/wire-formats.md defines it: id = SHA-256 of the JCS
 // serialisation without id and signature, and the signature over the same bytes.
 let key;
 function check(ev) {

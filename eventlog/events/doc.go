@@ -1,6 +1,7 @@
 // Package events holds the types and payloads of civnode's domain events: the
 // persisted schema that commands write and projections read. It imports only the
-// standard library, so both sides can share it without importing each other.
+// standard library, so both sides can share it without importing each other
+// (docs/architecture.md).
 //
 // Types lists every event type a node writes, with what it records: the one
 // list the briefings count from, held by tests to the Type* constants and to

@@ -35,7 +35,7 @@ const (
 	PublisherPlanetaryGovernment = "planetary_government"
 )
 
-// Reward is what settling a mission pays (spec "Reward"; all integers ≥ 0).
+// Reward is what settling a mission pays (docs/api.md, "Missions"; all integers ≥ 0).
 type Reward struct {
 	// AgentCredit is credited to the completing agent.
 	AgentCredit int64 `json:"agent_credit"`

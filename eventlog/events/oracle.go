@@ -2,7 +2,7 @@ package events
 
 import "encoding/json"
 
-// Event types of the oracle (spec "What the service does" 9; docs/oracle.md):
+// Event types of the oracle (docs/oracle.md):
 // identities publish signed data feeds, others subscribe with a price ceiling
 // and pay the publisher in credits for each version they pull. The oracle has
 // no HTTP endpoint; civnode oracle is its only door.

@@ -1,5 +1,5 @@
 // chain.js: checks in the browser that the events the console shows are the
-// node's chain (spec/wire.md §3, docs/verifying.md): each event's seq follows
+// node's chain (docs/wire-formats.md, docs/verifying.md): each event's seq follows
 // the last one's, its prev_hash is the last one's id, and, where the browser
 // can, its id is the SHA-256 of its signed bytes and its signature verifies
 // with the node's key. It touches no DOM, so the same module runs under node

@@ -1,5 +1,5 @@
 // Package servicenettest runs a programmable fake of the agent registry on
-// net/http/httptest, the registry side of wire.md §9, for tests of the
+// net/http/httptest, the registry side of the proxy (docs/servicenet.md), for tests of the
 // registry proxy in several packages. Like net/http/httptest it is imported by
 // tests only.
 //

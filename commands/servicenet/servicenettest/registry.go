@@ -21,7 +21,7 @@ import (
 // Route names one of the registry's four endpoints.
 type Route string
 
-// The registry's routes (wire.md §9). RouteUnknown is any other request, which
+// The registry's routes (docs/servicenet.md). RouteUnknown is any other request, which
 // the fake answers 404 and records all the same.
 const (
 	RouteList    Route = "list"
@@ -279,7 +279,7 @@ func parsePath(method, path string) (route Route, agentID, taskID string) {
 	return RouteUnknown, "", ""
 }
 
-// checkCredential verifies the node's own credential (wire.md §9) as a
+// checkCredential verifies the node's own credential (docs/servicenet.md) as a
 // registry would, when the test gave the node's key.
 func (r *Registry) checkCredential(req *http.Request, body []byte) {
 	o := r.opts

@@ -1,0 +1,21 @@
+// Package backup makes and restores copies of a node's data directory.
+//
+// A backup is a directory that holds:
+//   - db/: a consistent copy of the node's Pebble store, taken with Pebble's
+//     own checkpoint at a tip the log reports exactly (eventlog.Log.Backup),
+//     never a copy of live files;
+//   - the data directory's secret files (the node key, the control token, the
+//     registry credential, the payment accounts' keys), each with mode 0600;
+//   - manifest.json, written last: the node, the tip seq and id, the chain's
+//     root, the Merkle tree's size and root and the node's signed checkpoint
+//     of that tree. A directory without a manifest is not a backup.
+//
+// The copy is made in two steps, so that commits wait only for the first: a
+// snapshot inside the data directory (hard links, instant; Snapshot), then a
+// copy of its files to the backup directory, on any file system, with a
+// progress callback (Write). The running node takes the snapshot when asked
+// through its admin API; on a stopped node the CLI takes it.
+//
+// Restore copies a backup into a new, empty data directory. The caller then
+// verifies the chain, the tree and the models before a node may start on it.
+package backup

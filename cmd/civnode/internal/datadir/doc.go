@@ -1,0 +1,45 @@
+// Package datadir owns a node's data directory: where each file lives, how a
+// secret is written and read, the node key, the owner's control token, and
+// telling a database another process holds from one that is damaged.
+//
+// # Layout
+//
+// --data-dir defaults to $CIVNODE_DATA_DIR, else ~/.civnode ([Resolve]).
+// civnode serve creates it with mode 0700 ([Dir.Create]) and, on first start,
+// two secrets with mode 0600:
+//
+//	node.key       the node's Ed25519 private key, PKCS#8 PEM ("PRIVATE KEY")
+//	control.token  the owner bearer token: 32 random bytes as hex, then "\n"
+//	db/            the Pebble database of the event log (package eventlog)
+//	control.sock   while serve runs: a unix socket (0600) serving the API, the
+//	               CLI's way to the running node; a stale one is replaced at
+//	               start, a clean stop removes it
+//	oracle.sock    while serve runs: a unix socket (0600) serving civnode oracle
+//	               in newline-delimited JSON, not HTTP; stale and clean-stop
+//	               handling as for control.sock
+//	wallets/       payment accounts' keys, one REF.key (0600) per civnode wallet
+//	               create; the directory is 0700
+//	registry.credential  optional, put there by the operator: the node's bearer
+//	               credential for the agent registry
+//
+// # Secrets
+//
+// Secrets are written with internal/atomicfile's Create: to a temporary file
+// of mode 0600, synced, then linked into place. A crash never leaves a
+// half-written key, and of two first starts exactly one creates it; the other
+// reads the winner's. A key or token file that is readable by group or others
+// is used anyway, with a warning that names the file but never its content
+// ([ReadSecret]): refusing to start would turn a permission slip into an
+// outage, and the operator is told how to fix it. Neither secret is ever
+// logged.
+//
+// A missing node.key beside an existing chain is refused, naming the chain's
+// DID ([Dir.RefuseLostKey]): a new key cannot continue a chain that another
+// key signed, so nothing is created and the lost key must be restored.
+//
+// # Exclusive access
+//
+// The running node holds the database's lock. Anything else that opens the
+// database gets [ErrInUse] while a node runs ([IsLockHeld] tells the lock from
+// a file that cannot be opened at all).
+package datadir

@@ -1,0 +1,143 @@
+package eventlog
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+)
+
+// Ingest adds events that were signed elsewhere, with this log's key, to the
+// chain. The events must take the next places in the chain, in order: their
+// seqs follow the tip, each names the one before it, its id is the hash of its
+// content and its signature verifies under the log's key. They go through the
+// same sequencer and commit as Append (indexes, Merkle tree and read models in
+// the event's own batch, one fsync per group), so a log filled by Ingest is
+// the log that wrote them, byte for byte: each event is stored in the node's
+// own form, rebuilt from its signed fields, whatever whitespace it came in.
+//
+// Either every event of a call is added or none is, and a fault names the seq
+// with ErrBrokenChain. The first event of an empty log (Options.Ingest) must
+// be the genesis event of the log's key.
+func (l *Log) Ingest(ctx context.Context, evs []*Event) error {
+	ps := make([]*pending, len(evs))
+	errs := make([]error, len(evs))
+	var wg sync.WaitGroup
+	workers := min(runtime.GOMAXPROCS(0), len(evs))
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(evs); i += workers {
+				k := &link{ev: evs[i]}
+				if errs[i] = k.checkSignature(l.pub); errs[i] == nil {
+					ps[i], errs[i] = storedPending(k)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return chainErr(ErrBrokenChain, evs[i].Seq, "%v", err)
+		}
+	}
+	_, err := l.submit(ctx, &request{stored: ps})
+	return err
+}
+
+// ImportBundle verifies an export bundle as VerifyBundle does and adds its
+// events to the log (Ingest) as they verify, in groups, reading the bundle
+// once. The log must be empty (Options.Ingest) and the bundle's chain must be
+// the log key's: its genesis event is checked against the key. A bundle that
+// fails a check after some of its events were added leaves those events in
+// the log; the caller imports into a new directory and removes it on failure.
+func (l *Log) ImportBundle(ctx context.Context, r io.Reader, progress func(seq uint64)) (BundleReport, error) {
+	if tip := l.Tip().Seq; tip != 0 {
+		return BundleReport{}, fmt.Errorf("import a bundle: the log already holds %d events", tip)
+	}
+	const groupSize = 1024
+	batch := make([]*pending, 0, groupSize)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		_, err := l.submit(ctx, &request{stored: batch})
+		batch = make([]*pending, 0, groupSize)
+		return err
+	}
+	rep, err := verifyBundle(ctx, r, progress, func(k *link) error {
+		p, err := storedPending(k)
+		if err != nil {
+			return chainErr(ErrBrokenChain, k.ev.Seq, "%v", err)
+		}
+		if batch = append(batch, p); len(batch) == groupSize {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	return rep, err
+}
+
+// storedPending turns an event whose id and signature have been checked
+// (k.u holds its signed bytes) into one ready to be placed in the chain, in
+// the stored form the log itself would have written.
+func storedPending(k *link) (*pending, error) {
+	micros, ok := parseTimestamp(k.ev.Timestamp)
+	if !ok {
+		return nil, fmt.Errorf("timestamp %q is malformed", k.ev.Timestamp)
+	}
+	sig, err := base64.StdEncoding.DecodeString(k.ev.Signature)
+	if err != nil {
+		return nil, err
+	}
+	p := &pending{u: k.u, micros: micros}
+	if _, err := hex.Decode(p.id[:], []byte(k.ev.ID)); err != nil {
+		return nil, fmt.Errorf("id is not hex: %w", err)
+	}
+	if p.ev, err = decodeStored(storedForm(k.u, p.id, sig)); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// placeStored chains the checked events of r at the sequencer's tip, all or
+// none, and folds them; they are signed already.
+func (l *Log) placeStored(g *group, r *request) {
+	s := &l.seq
+	next, prev, prevMicros := s.next, s.prev, s.lastMicros
+	if next == 1 {
+		prev = GenesisPrevHash
+	}
+	for _, p := range r.stored {
+		micros, err := checkLink(p.ev, next, prev, prevMicros, l.did)
+		if err == nil && next == 1 {
+			err = checkGenesis(p.ev, l.pub)
+		}
+		if err != nil {
+			r.err = chainErr(ErrBrokenChain, next, "%v", err)
+			return
+		}
+		next, prev, prevMicros = next+1, p.ev.ID, micros
+	}
+	r.n = len(r.stored)
+	for _, p := range r.stored {
+		s.typeCounts[p.ev.Type]++
+		p.ordinal = s.typeCounts[p.ev.Type]
+		if s.tree != nil && s.treeErr == nil {
+			p.treeFirst, p.tree, s.treeErr = s.tree.add(p.id)
+		}
+		s.next, s.prev, s.lastMicros = p.ev.Seq+1, p.ev.ID, p.micros
+		g.pending = append(g.pending, p)
+	}
+	if err := s.treeErr; err != nil {
+		l.fail(fmt.Errorf("extend the merkle tree: %w", err))
+	}
+	if err := l.fold(g, r.stored); err != nil {
+		l.fail(err)
+	}
+}
