@@ -13,7 +13,8 @@ import (
 // PebbleCandidates are the changes to Pebble's options that
 // BenchmarkPebbleOptions compares with the log's own (pebbleopts.go), by
 // name. "base" changes nothing; each other sets its values outright, so
-// "mem32+l0x4" is the log's options before issue 29.
+// "mem32+l0x4" puts back the memtable (32 MiB) and L0 threshold (4
+// sublevels) the log had before the values pebbleopts.go now sets.
 var PebbleCandidates = map[string]func(*pebble.Options){
 	"base": func(*pebble.Options) {},
 	// The memtable: fewer, larger flushes the larger it is.

@@ -37,7 +37,7 @@ var (
 // that the candidates alternate on a shared machine. It logs a table of the
 // medians and reports them, per candidate, as metrics. It takes many
 // minutes, so it runs only when -pebble.configs names the candidates; the
-// options kept against those before issue 29:
+// log's options against its earlier memtable and L0 threshold:
 //
 //	go test ./eventlog -run '^$' -bench PebbleOptions -benchtime 1x -timeout 60m \
 //	    -pebble.configs base,mem32+l0x4 -pebble.prefill 300000 -pebble.appends 150000 -pebble.rounds 3

@@ -12,6 +12,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/eventlog/events"
 	"github.com/civnode/civnode/projections"
 )
 
@@ -31,22 +32,24 @@ const (
 )
 
 // civilizationTypes are the event types the civilization briefing counts: the
-// civilization layer's own activity (docs/events.md).
-var civilizationTypes = []string{
-	"identity.bootstrapped", "identity.updated", "controller_binding.updated", "profile.updated",
-	"mission.created", "mission.accepted", "mission.completed", "mission.settled",
-	"payment.settled", "payment.authorized",
-	"game.starter_missions.installed", "game.mission_pack.installed",
-}
+// civilization layer's own activity (events.Type.Civilization).
+var civilizationTypes = briefingTypes(true)
 
-// supervisionTypes are every event type of docs/events.md: the operator's briefing
-// counts them all.
-var supervisionTypes = append(slices.Clone(civilizationTypes),
-	"node.genesis",
-	"servicenet.invoked", "servicenet.task.completed", "servicenet.task.failed",
-	"oracle.feed.published", "oracle.subscribed", "oracle.settled",
-	"peer.connected", "peer.disconnected",
-)
+// supervisionTypes are every event type a node writes (events.Types): the
+// operator's briefing counts them all.
+var supervisionTypes = briefingTypes(false)
+
+// briefingTypes lists the registry's types, only those of the civilization
+// layer when civilization is set.
+func briefingTypes(civilization bool) []string {
+	var out []string
+	for _, t := range events.Types() {
+		if t.Civilization || !civilization {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}
 
 // briefingResponse is the body of both briefings.
 type briefingResponse struct {

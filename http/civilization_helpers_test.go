@@ -65,9 +65,7 @@ func newCivNodeServing(t *testing.T, edit func(*eventlog.Options), serve func(*O
 	t.Cleanup(func() { c.Close() })
 	n := &civNode{core: c, key: key, read: c.Identities, mread: c.Missions, gread: c.GameState,
 		cmd: c.Identity, mcmd: c.Mission, gcmd: c.Game, tokens: c.Tokens}
-	sopts.Log, sopts.Identity, sopts.Identities, sopts.Tokens = c.Log, c.Identity, c.Identities, c.Tokens
-	sopts.Mission, sopts.Missions, sopts.Game, sopts.GameState = c.Mission, c.Missions, c.Game, c.GameState
-	s := New(sopts)
+	s := New(wired(sopts, c))
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
 	n.testNode = &testNode{t: t, log: c.Log, srv: s, url: hs.URL}

@@ -165,9 +165,7 @@ func newConsoleNodeWith(t *testing.T, withRegistry bool) *consoleNode {
 	}
 	t.Cleanup(func() { c.Close() })
 	t.Cleanup(func() { st.Close() })
-	s := New(Options{Log: c.Log, OwnerToken: testToken, Logger: logger, Governs: []string{"genesis"},
-		Tokens: c.Tokens, Identity: c.Identity, Identities: c.Identities, Mission: c.Mission, Missions: c.Missions,
-		Game: c.Game, GameState: c.GameState, Stream: st, Servicenet: c.Servicenet, PaymentAccounts: c.PaymentAccounts})
+	s := New(wired(Options{OwnerToken: testToken, Logger: logger, Governs: []string{"genesis"}, Stream: st}, c))
 	ln := listen(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)

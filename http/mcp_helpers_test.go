@@ -110,9 +110,9 @@ func newMCPWorld(t *testing.T) *mcpWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(Options{Log: c.Log, OwnerToken: testToken, Logger: discardLogger(), Governs: []string{"genesis"},
-		Tokens: c.Tokens, Identity: c.Identity, Identities: c.Identities, Mission: c.Mission, Missions: c.Missions,
-		Game: c.Game, GameState: c.GameState, Servicenet: sn, PaymentAccounts: c.PaymentAccounts})
+	opts := wired(Options{OwnerToken: testToken, Logger: discardLogger(), Governs: []string{"genesis"}}, c)
+	opts.Servicenet = sn
+	s := New(opts)
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
 	n := &civNode{core: c, key: key, read: c.Identities, mread: c.Missions, gread: c.GameState,

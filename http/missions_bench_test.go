@@ -103,8 +103,7 @@ func benchNode(b *testing.B) string {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { c.Close() })
-	srv := httptest.NewServer(New(Options{Log: c.Log, OwnerToken: testToken, Logger: discardLogger(),
-		Identity: c.Identity, Identities: c.Identities, Mission: c.Mission, Missions: c.Missions}))
+	srv := httptest.NewServer(New(wired(Options{OwnerToken: testToken, Logger: discardLogger()}, c)))
 	b.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -187,8 +186,7 @@ func BenchmarkCreateMission(b *testing.B) {
 					b.Fatal(err)
 				}
 				parent.Cleanup(func() { c.Close() })
-				srv = New(Options{Log: c.Log, OwnerToken: testToken, Logger: discardLogger(),
-					Identity: c.Identity, Identities: c.Identities, Mission: c.Mission, Missions: c.Missions})
+				srv = New(wired(Options{OwnerToken: testToken, Logger: discardLogger()}, c))
 				run(missions)
 			}
 			b.ResetTimer()

@@ -81,14 +81,12 @@ func newWiredNode(t *testing.T, registryURL string) *wiredNode {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	s := New(Options{Log: c.Log, OwnerToken: testToken, Logger: discardLogger(), Governs: []string{"genesis"},
-		Tokens: c.Tokens, Identity: c.Identity, Identities: c.Identities, Mission: c.Mission, Missions: c.Missions,
-		Game: c.Game, GameState: c.GameState, Stream: st, Servicenet: c.Servicenet, PaymentAccounts: c.PaymentAccounts,
+	s := New(wired(Options{OwnerToken: testToken, Logger: discardLogger(), Governs: []string{"genesis"}, Stream: st,
 		Snapshot: func(context.Context) (Snapshot, error) {
 			dir := filepath.Join(t.TempDir(), "snapshot")
 			b, err := c.Log.Backup(dir)
 			return Snapshot{Dir: dir, Backup: b}, err
-		}})
+		}}, c))
 	t.Cleanup(s.streams.shutdown)
 	for _, want := range []string{"GET /v1/stream", "POST /v1/admin/tokens", "POST /v1/admin/backup", "GET /v1/admin/payment-accounts",
 		"GET /v1/civilization/identities", "POST /v1/core/missions", "GET /v1/game/status",

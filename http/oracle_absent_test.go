@@ -34,9 +34,7 @@ func TestNoOracleRoute(t *testing.T) {
 	if c.Oracle == nil {
 		t.Fatal("the core has no oracle commands: this test would prove nothing")
 	}
-	s := New(Options{Log: c.Log, OwnerToken: testToken, Logger: discardLogger(), Tokens: c.Tokens,
-		Identity: c.Identity, Identities: c.Identities, Mission: c.Mission, Missions: c.Missions,
-		Game: c.Game, GameState: c.GameState, Servicenet: c.Servicenet, PaymentAccounts: c.PaymentAccounts})
+	s := New(wired(Options{OwnerToken: testToken, Logger: discardLogger()}, c))
 	if len(s.routeTable) < 40 {
 		t.Fatalf("only %d routes registered: the server is not fully wired", len(s.routeTable))
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/projections"
 )
 
 // Metrics is the node's Prometheus registry, served at GET /v1/metrics. The
@@ -154,13 +155,14 @@ func knownMethod(method string) string {
 }
 
 // serverCollector reports what the server and its log know at scrape time:
-// the tip, health and the stream's clients. Reading them then costs nothing
-// between scrapes.
+// the tip, health, the stream's clients and the read models' skipped events.
+// Reading them then costs nothing between scrapes.
 type serverCollector struct {
 	s *Server
 
 	tip, healthy, clients, drops, published *prometheus.Desc
 	budgetUsed, budgetSize, budgetRefused   *prometheus.Desc
+	skipped                                 *prometheus.Desc
 }
 
 func newServerCollector(s *Server) *serverCollector {
@@ -177,6 +179,9 @@ func newServerCollector(s *Server) *serverCollector {
 		budgetSize: prometheus.NewDesc("civnode_http_response_budget_bytes", "The node-wide response budget (--response-budget).", nil, nil),
 		budgetRefused: prometheus.NewDesc("civnode_http_response_budget_refusals_total",
 			"Reads answered 503 busy because the response budget could not admit them in time.", nil, nil),
+		skipped: prometheus.NewDesc("civnode_read_model_skipped_events_total",
+			"Events a read model could not apply, by model; 0 on a chain civnode's commands wrote, anything else is a bug.",
+			[]string{"model"}, nil),
 	}
 }
 
@@ -192,6 +197,9 @@ func (c *serverCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- c.clients
 		ch <- c.drops
 		ch <- c.published
+	}
+	if c.s.identities != nil {
+		ch <- c.skipped
 	}
 }
 
@@ -212,6 +220,18 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.clients, prometheus.GaugeValue, float64(status.StreamClients))
 		ch <- prometheus.MustNewConstMetric(c.drops, prometheus.CounterValue, float64(status.SlowDrops+c.s.streams.writeDrops.Load()))
 		ch <- prometheus.MustNewConstMetric(c.published, prometheus.CounterValue, float64(status.Published))
+	}
+	// A server with read models (Options.Identities) has the log's model
+	// space, where every model keeps its count (projections.Models).
+	if c.s.identities != nil {
+		skipped, err := projections.Skipped(c.s.log)
+		if err != nil {
+			ch <- prometheus.NewInvalidMetric(c.skipped, err)
+			return
+		}
+		for _, m := range projections.Models() {
+			ch <- prometheus.MustNewConstMetric(c.skipped, prometheus.CounterValue, float64(skipped[m.Name]), m.Name)
+		}
 	}
 }
 

@@ -19,6 +19,8 @@ import (
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/commands/servicenet/servicenettest"
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/eventlog/events"
+	"github.com/civnode/civnode/projections"
 )
 
 // metricsNode is a wired node whose log and server share one Metrics, as
@@ -198,6 +200,38 @@ func TestMetricsRegistryCalls(t *testing.T) {
 	}
 	if got := sample(t, fams, "civnode_registry_call_duration_seconds", map[string]string{"op": "list_agents"}).GetHistogram().GetSampleCount(); got != 1 {
 		t.Errorf("list_agents durations %d, want 1", got)
+	}
+}
+
+// TestMetricsSkippedEvents: every read model has its count of the events it
+// could not apply, labelled with its name, and an event a model refuses shows
+// in its count only.
+func TestMetricsSkippedEvents(t *testing.T) {
+	n, _ := metricsNode(t)
+	n.bootstrap(map[string]any{"public_id": "ada", "display_name": "Ada"})
+	fams, _ := scrape(t, n.testNode, testToken)
+	if got, want := len(fams["civnode_read_model_skipped_events_total"].GetMetric()), len(projections.Models()); got != want {
+		t.Errorf("%d skipped series, want one per model (%d)", got, want)
+	}
+	// Payloads no command writes: the missions and oracle models refuse them.
+	n.appendEvents(events.TypeMissionCreated, events.TypeOracleSubscribed, events.TypeOracleSubscribed)
+	fams, _ = scrape(t, n.testNode, testToken)
+	want := map[string]float64{"missions": 1, "oracle": 2}
+	for _, m := range projections.Models() {
+		got := sample(t, fams, "civnode_read_model_skipped_events_total", map[string]string{"model": m.Name}).GetCounter().GetValue()
+		if got != want[m.Name] {
+			t.Errorf("%s skipped %v, want %v", m.Name, got, want[m.Name])
+		}
+	}
+}
+
+// TestMetricsWithoutModels: a server without read models has no skipped
+// series, rather than a failed scrape.
+func TestMetricsWithoutModels(t *testing.T) {
+	n := newTestNode(t)
+	fams, _ := scrape(t, n, testToken)
+	if _, ok := fams["civnode_read_model_skipped_events_total"]; ok {
+		t.Error("a server without read models reports skipped events")
 	}
 }
 

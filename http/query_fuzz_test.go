@@ -364,9 +364,7 @@ func fuzzNode(f *testing.F) *Server {
 	}
 	f.Cleanup(func() { c.Close() })
 	f.Cleanup(func() { st.Close() })
-	s := New(Options{Log: c.Log, OwnerToken: testToken, Logger: discardLogger(), Governs: []string{"genesis"},
-		Tokens: c.Tokens, Identity: c.Identity, Identities: c.Identities, Mission: c.Mission, Missions: c.Missions,
-		Game: c.Game, GameState: c.GameState, Stream: st})
+	s := New(wired(Options{OwnerToken: testToken, Logger: discardLogger(), Governs: []string{"genesis"}, Stream: st}, c))
 	f.Cleanup(s.streams.shutdown)
 	post := func(path, body string) []byte {
 		r := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))

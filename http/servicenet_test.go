@@ -54,9 +54,7 @@ func newSNHTTPNode(t *testing.T) *snHTTPNode {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	s := New(Options{Log: c.Log, OwnerToken: testToken, Logger: logger, Tokens: c.Tokens,
-		Identity: c.Identity, Identities: c.Identities, Mission: c.Mission, Missions: c.Missions,
-		Servicenet: c.Servicenet, PaymentAccounts: c.PaymentAccounts})
+	s := New(wired(Options{OwnerToken: testToken, Logger: logger}, c))
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
 	return &snHTTPNode{testNode: &testNode{t: t, log: c.Log, srv: s, url: hs.URL}, core: c, reg: reg, keyDir: keyDir, logs: logs}

@@ -1,6 +1,7 @@
 // Package projections holds civnode's read models: deterministic folds over the
-// event chain (missions, identities, bindings, profiles, balances, treasuries,
-// game state), kept on disk in the event log's model space.
+// event chain (identities, bindings, profiles, missions, balances, treasuries,
+// game state, registry receipts and payments, oracle feeds), kept on disk in
+// the event log's model space.
 //
 // # One fold, two ways to read it
 //
@@ -23,6 +24,15 @@
 // eventlog.Log.Decide, where every decision sees every decision before it, so
 // two conflicting commands never both succeed. It is one model read at two
 // points in time, not two models.
+//
+// Models is the one list of the models: each one's name, key prefix, fold,
+// skipped-event count and summary. Fold runs them in its order, and the node's
+// tools (its start-up warning, GET /v1/metrics, civnode replay) report through
+// it, so a model added there is folded and reported everywhere.
+//
+// Version names the layout of the state and what the folds make of the chain;
+// a golden test (TestFoldGolden) fails when the folds' output changes and
+// Version does not.
 //
 // Every query returns an error: a failed read of the store is a failure to
 // report, never an empty answer. Memory holds no entity: each query reads what

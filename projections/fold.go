@@ -23,28 +23,16 @@ var _ eventlog.Folder = Folder{}
 // Version is the models' layout (Version).
 func (Folder) Version() string { return Version }
 
-// folds are the models, each with the key of its skipped-event counter.
-var folds = []struct {
-	skipped []byte
-	handle  func(w writer, ev *eventlog.Event) error
-}{
-	{key(identitySkipped), foldIdentity},
-	{key(missionSkipped), foldMission},
-	{key(gameSkipped), foldGame},
-	{key(snSkipped), foldServicenet},
-	{key(oracleSkipped), foldOracle},
-}
-
-// Fold applies ev to every model. Apply is deterministic: the state depends only
+// Fold applies ev to every model, in the order of Models. Apply is deterministic: the state depends only
 // on the events folded, in seq order. A model that cannot apply an event (a
 // malformed payload, a step its state machine forbids) changes nothing and
 // counts the event among its skipped ones; the chain holds no such event when
 // only civnode's commands wrote it. Only a failure of the store is an error,
 // and it fails the log.
 func (Folder) Fold(tx *eventlog.ModelTxn, ev *eventlog.Event) error {
-	for _, f := range folds {
+	for _, m := range models {
 		mark := tx.Mark()
-		err := f.handle(tx, ev)
+		err := m.fold(tx, ev)
 		if err == nil || errors.Is(err, errNotOurs) {
 			continue
 		}
@@ -52,7 +40,7 @@ func (Folder) Fold(tx *eventlog.ModelTxn, ev *eventlog.Event) error {
 		if errors.Is(err, errStore) {
 			return fmt.Errorf("apply %s at seq %d: %w", ev.Type, ev.Seq, err)
 		}
-		if err := add(tx, f.skipped, 1); err != nil {
+		if err := add(tx, m.skipped, 1); err != nil {
 			return err
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/eventlog"
+	civhttp "github.com/civnode/civnode/http"
+	"github.com/civnode/civnode/projections"
 )
 
 // openCore opens the node in d through core.Open, the one wiring that serve,
@@ -33,12 +35,25 @@ func openCore(ctx context.Context, d datadir.Dir, key ed25519.PrivateKey, cfg co
 		c.Close()
 		return nil, err
 	}
-	for model, n := range skipped {
-		if n > 0 {
-			logger.Warn("events a read model could not apply", "model", model, "count", n)
+	for _, model := range projections.Models() {
+		if n := skipped[model.Name]; n > 0 {
+			logger.Warn("events a read model could not apply", "model", model.Name, "count", n)
 		}
 	}
 	return c, nil
+}
+
+// serverOptions returns o with the log, the read models and the commands of
+// the core c: the one mapping of a core onto the HTTP server's options, which
+// serve and the tests that serve a core share. (cmd/core cannot hold it: the
+// http package's tests import cmd/core, so it must not import http.)
+func serverOptions(c *core.Core, o civhttp.Options) civhttp.Options {
+	o.Log, o.Tokens = c.Log, c.Tokens
+	o.Identity, o.Identities = c.Identity, c.Identities
+	o.Mission, o.Missions = c.Mission, c.Missions
+	o.Game, o.GameState = c.Game, c.GameState
+	o.Servicenet, o.PaymentAccounts = c.Servicenet, c.PaymentAccounts
+	return o
 }
 
 // logHooks are the eventlog.Options hooks and settings serve sets.

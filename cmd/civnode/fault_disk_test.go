@@ -50,9 +50,7 @@ func newFaultNode(t *testing.T, dir string, fs vfs.FS, reg *servicenet.Client) *
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	srv := civhttp.New(civhttp.Options{Log: c.Log, OwnerToken: faultToken, Governs: []string{"genesis"}, Logger: discardLogger(),
-		Tokens: c.Tokens, Identity: c.Identity, Identities: c.Identities, Mission: c.Mission, Missions: c.Missions,
-		Game: c.Game, GameState: c.GameState, Servicenet: c.Servicenet, PaymentAccounts: c.PaymentAccounts})
+	srv := civhttp.New(serverOptions(c, civhttp.Options{OwnerToken: faultToken, Governs: []string{"genesis"}, Logger: discardLogger()}))
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	return &faultNode{core: c, url: hs.URL, token: faultToken}

@@ -13,6 +13,7 @@ import (
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/projections"
 )
 
 func (m *Main) newReplayCommand(g *globals) *cobra.Command {
@@ -97,13 +98,13 @@ func (m *Main) replay(ctx context.Context, flag string, logger *slog.Logger) (er
 		fmt.Fprintf(tw, "%s\t%d\n", t, counts[t])
 	}
 	fmt.Fprintf(tw, "total\t%d\n", rep.Events)
-	models, keys, err := modelSummary(node)
+	models, figures, err := modelSummary(node)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(tw, "\nread models rebuilt\t\n")
-	for _, k := range keys {
-		fmt.Fprintf(tw, "%s\t%v\n", k, models[k])
+	for _, f := range figures {
+		fmt.Fprintf(tw, "%s\t%v\n", f.Name, f.Value)
 	}
 	fmt.Fprintf(tw, "\ndifferences from the kept models\t%d\n", diff.Missing+diff.Extra+diff.Changed)
 	if !diff.Same() {
@@ -128,63 +129,20 @@ func (m *Main) replay(ctx context.Context, flag string, logger *slog.Logger) (er
 	return nil
 }
 
-// modelSummary is what the read models hold, for replay's report, and its keys
-// in the order they are printed.
-func modelSummary(node *core.Core) (map[string]any, []string, error) {
-	metrics, err := node.Identities.Metrics()
-	if err != nil {
-		return nil, nil, err
+// modelSummary is what the read models hold, for replay's report (the
+// figures in the order they are printed) and its audit entry (by name).
+func modelSummary(node *core.Core) (map[string]any, []projections.Figure, error) {
+	byName := map[string]any{}
+	var figures []projections.Figure
+	for _, model := range projections.Models() {
+		fs, err := model.Summary(node.Log)
+		if err != nil {
+			return nil, nil, fmt.Errorf("summarise the %s model: %w", model.Name, err)
+		}
+		for _, f := range fs {
+			byName[f.Name] = f.Value
+		}
+		figures = append(figures, fs...)
 	}
-	missions, err := node.Missions.Metrics()
-	if err != nil {
-		return nil, nil, err
-	}
-	var treasury int64
-	for _, v := range missions.Treasuries {
-		treasury += v
-	}
-	starter, err := node.GameState.StarterInstalled()
-	if err != nil {
-		return nil, nil, err
-	}
-	packs, err := node.GameState.Packs()
-	if err != nil {
-		return nil, nil, err
-	}
-	sn, err := node.Receipts.Metrics()
-	if err != nil {
-		return nil, nil, err
-	}
-	feeds, err := node.Feeds.Feeds()
-	if err != nil {
-		return nil, nil, err
-	}
-	var subscriptions, pulls, earned int64
-	for _, f := range feeds {
-		subscriptions += f.Subscribers
-		pulls += f.Pulls
-		earned += f.Earned
-	}
-	skipped, err := node.Skipped()
-	if err != nil {
-		return nil, nil, err
-	}
-	models := map[string]any{
-		"identities": metrics.Identities, "bindings": metrics.Bindings.Total,
-		"bindings_active": metrics.Bindings.Active, "skipped": skipped["identities"],
-		"missions": missions.Total, "missions_open": missions.Total - missions.ByState["settled"],
-		"missions_settled": missions.ByState["settled"], "credits_paid": missions.Paid.AgentCredit,
-		"treasury_credits": treasury, "missions_skipped": skipped["missions"],
-		"starter_missions_installed": starter, "mission_packs_installed": len(packs),
-		"game_skipped":        skipped["game"],
-		"servicenet_receipts": sn.Receipts, "servicenet_receipts_open": sn.Open,
-		"x402_payments": sn.Payments, "x402_payments_settled": sn.Settled, "servicenet_skipped": skipped["servicenet"],
-		"feeds": len(feeds), "feed_subscriptions": subscriptions, "feed_pulls": pulls, "feed_credits": earned,
-		"oracle_skipped": skipped["oracle"],
-	}
-	return models, []string{"identities", "bindings", "bindings_active", "skipped",
-		"missions", "missions_open", "missions_settled", "credits_paid", "treasury_credits", "missions_skipped",
-		"starter_missions_installed", "mission_packs_installed", "game_skipped",
-		"servicenet_receipts", "servicenet_receipts_open", "x402_payments", "x402_payments_settled", "servicenet_skipped",
-		"feeds", "feed_subscriptions", "feed_pulls", "feed_credits", "oracle_skipped"}, nil
+	return byName, figures, nil
 }

@@ -297,16 +297,8 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	// oracle event of this run falls between the two.
 	oracle := startOracleSocket(ctx, dir.OracleSocketPath(), coreOracle{node}, logger)
 	defer oracle.Close()
-	srv := civhttp.New(civhttp.Options{
-		Log:            chain,
+	srv := civhttp.New(serverOptions(node, civhttp.Options{
 		OwnerToken:     token,
-		Tokens:         node.Tokens,
-		Identity:       node.Identity,
-		Identities:     node.Identities,
-		Mission:        node.Mission,
-		Missions:       node.Missions,
-		Game:           node.Game,
-		GameState:      node.GameState,
 		Governs:        cfg.governs,
 		Catalog:        cat,
 		PageBytes:      cfg.pageBytes,
@@ -318,14 +310,12 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 		Stream:         st,
 
 		MaxConnsPerAddr: cfg.httpMaxConnsPerAddr(),
-		Servicenet:      node.Servicenet,
-		PaymentAccounts: node.PaymentAccounts,
 		Snapshot: func(ctx context.Context) (civhttp.Snapshot, error) {
 			snap, err := snapshotStore(ctx, chain, dir, time.Now())
 			return civhttp.Snapshot{Dir: snap.Dir, Backup: snap.Backup}, err
 		},
 		Metrics: metrics,
-	})
+	}))
 	logger.Info("serving", "addr", addr, "node_did", chain.NodeDID(), "data_dir", string(dir),
 		"tip_seq", chain.Tip().Seq, "version", version, "catalog_version", cat.Version, "registry", registryLabel(cfg.registryURL),
 		"rate_limit", cfg.rateLimit, "max_conns", cfg.maxConns, "max_conns_per_addr", cfg.maxConnsPerAddr)

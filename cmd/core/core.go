@@ -134,22 +134,10 @@ func Open(opts eventlog.Options, cfg Config) (c *Core, err error) {
 	return c, nil
 }
 
-// Skipped sums the events the models could not apply, per model. Every count
-// stays 0 on a chain written by civnode's commands; anything else is a bug.
-func (c *Core) Skipped() (map[string]uint64, error) {
-	out := map[string]uint64{}
-	for name, f := range map[string]func() (uint64, error){
-		"identities": c.Identities.Skipped, "missions": c.Missions.Skipped, "game": c.GameState.Skipped,
-		"servicenet": c.Receipts.Skipped, "oracle": c.Feeds.Skipped,
-	} {
-		n, err := f()
-		if err != nil {
-			return nil, err
-		}
-		out[name] = n
-	}
-	return out, nil
-}
+// Skipped returns, by model name, the events the models could not apply
+// (projections.Skipped). Every count stays 0 on a chain written by civnode's
+// commands; anything else is a bug.
+func (c *Core) Skipped() (map[string]uint64, error) { return projections.Skipped(c.Log) }
 
 // Close closes the log.
 func (c *Core) Close() error { return c.Log.Close() }

@@ -5,5 +5,8 @@
 // so a test exercises the same wiring as the binary.
 //
 // It lives under cmd because wiring is the one place allowed to know every
-// package (docs/architecture.md, deps_test.go).
+// package (docs/architecture.md, deps_test.go). It must never import http: the http package's own
+// tests open their nodes through it, so the import would be a cycle. The
+// mapping of a Core onto http.Options therefore lives with its users: serve's
+// serverOptions, and a helper of http's tests.
 package core

@@ -3,6 +3,10 @@
 // standard library, so both sides can share it without importing each other
 // (docs/architecture.md).
 //
+// Types lists every event type a node writes, with what it records: the one
+// list the briefings count from, held by tests to the Type* constants and to
+// docs/events.md, which documents each type's payload.
+//
 // Payload structs are a persisted schema: every field has an explicit json tag, a
 // field is never renamed or retyped, and a new meaning is a new event type
 // (docs/events.md). An optional string is a *string and is JSON null when unset; a
