@@ -292,7 +292,7 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	}
 	// After node.started, and closed before node.stopped, so that every
 	// oracle event of this run falls between the two.
-	oracle := startOracleSocket(ctx, dir.oracleSocketPath(), coreOracle{node}, logger)
+	oracle := startOracleSocket(ctx, dir.oracleSocketPath(), node, logger)
 	defer oracle.Close()
 	srv := civhttp.New(civhttp.Options{
 		Log:            chain,
