@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/civnode/civnode/eventlog"
+	civhttp "github.com/civnode/civnode/http"
 	"github.com/civnode/civnode/projections"
 )
 
@@ -300,12 +301,12 @@ func elapsed(start time.Time) string {
 }
 
 // nodeGet makes one GET through the channel and returns the status and body.
-func nodeGet(ctx context.Context, ch *nodeChannel, path string) (int, []byte, error) {
+func nodeGet(ctx context.Context, ch *civhttp.Client, path string) (int, []byte, error) {
 	req, err := ch.NewRequest(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return 0, nil, err
 	}
-	resp, err := ch.Client.Do(req)
+	resp, err := ch.HTTP.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}

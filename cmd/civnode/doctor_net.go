@@ -15,6 +15,7 @@ import (
 
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/eventlog"
+	civhttp "github.com/civnode/civnode/http"
 )
 
 // checkPort says whether serve could listen on --addr, and when something
@@ -62,19 +63,19 @@ func (d *doctorRun) checkPort(ctx context.Context) doctorCheck {
 	if err != nil {
 		return problem(c, statusFail, fmt.Sprintf("%s is in use, but a connection to it fails: %v", d.addr, err), taken)
 	}
-	if err := proveNode(ctx, conn, d.addr, pub); err != nil {
+	if err := civhttp.ProveNode(ctx, conn, d.addr, pub); err != nil {
 		conn.Close()
 		return problem(c, statusFail, fmt.Sprintf("%s is held by a process that is not this data dir's node (asked to prove that it holds node.key, %v); it was sent no token", d.addr, err), taken)
 	}
 	fail := func(context.Context) (net.Conn, error) { return nil, errors.New("one proven connection is enough") }
-	ch := newNodeChannel("http://"+d.addr, "", d.addr, conn, fail)
+	ch := civhttp.NewClient("http://"+d.addr, "", d.addr, conn, fail)
 	defer ch.Close()
 	detail := d.addr + " is served by this node: it proved it holds node.key"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ch.Base+"/v1/health", nil)
 	if err != nil {
 		return problem(c, statusFail, fmt.Sprintf("request /v1/health: %v", err), "")
 	}
-	resp, err := ch.Client.Do(req)
+	resp, err := ch.HTTP.Do(req)
 	if err != nil {
 		return problem(c, statusFail, fmt.Sprintf("%s, but GET /v1/health fails: %v", detail, err), "look for the cause in the node's log")
 	}

@@ -280,7 +280,7 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	// After openCore: the database lock proves that a socket already in the
 	// data dir is stale.
 	if sock := listenControlSocket(dir.socketPath(), logger); sock != nil {
-		ln = mergeListeners(ln, sock)
+		ln = civhttp.MergeListeners(ln, sock)
 	}
 	version := buildVersion()
 	// Not ctx: a signal during start-up still leaves a started/stopped pair.

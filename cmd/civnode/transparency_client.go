@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	civhttp "github.com/civnode/civnode/http"
 )
 
 // apiClient reads a node's transparency endpoints (wire.md §11) with one
@@ -85,8 +87,8 @@ func newObserverClient(addr, token string) (*apiClient, error) {
 
 // channelClient reads through the node channel of a data dir, whose client
 // sends only to the proven node.
-func channelClient(ch *nodeChannel) *apiClient {
-	return &apiClient{client: ch.Client, base: ch.Base, token: ch.Token, via: ch.Via}
+func channelClient(ch *civhttp.Client) *apiClient {
+	return &apiClient{client: ch.HTTP, base: ch.Base, token: ch.Token, via: ch.Via}
 }
 
 // transferred is the number of bytes read and written on the wire so far.
