@@ -52,10 +52,10 @@
 //	control.token  the owner bearer token: 32 random bytes as hex, then "\n"
 //	db/            the Pebble database of the event log (package eventlog)
 //	control.sock   while serve runs: a unix socket (0600) serving the API, the
-//	               CLI's way to the running node (nodechannel.go); a stale one is
+//	               CLI's way to the running node (http.Client); a stale one is
 //	               replaced at start, a clean stop removes it
 //	oracle.sock    while serve runs: a unix socket (0600) serving civnode oracle
-//	               in newline-delimited JSON, not HTTP (oracle_socket.go); stale
+//	               in newline-delimited JSON, not HTTP (package oraclesock); stale
 //	               and clean-stop handling as for control.sock
 //	wallets/       payment accounts' keys, one REF.key (0600) per civnode wallet
 //	               create; the directory is 0700
