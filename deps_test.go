@@ -23,6 +23,13 @@ var ownImports = map[string][]string{
 	"stream":      {"eventlog"},
 	"http":        {"commands", "projections", "eventlog", "stream"},
 	"cmd":         {"*"},
+	// The oracle's unix-socket channel runs the commands' inputs and errors,
+	// answers a log that cannot write as unavailable, and decodes its lines by
+	// http's I-JSON rule, the one rule for request bodies.
+	"oraclesock": {"commands", "eventlog", "http"},
+	// The transparency tools read and check what the log signs; they reach a
+	// node's API with plain net/http, not through package http.
+	"transparency": {"eventlog"},
 	// internal holds standard-library-only helpers (the one atomic file
 	// writer, the slog level floor, the median ops rate) that any package may
 	// use; it imports nothing of ours.
@@ -37,7 +44,7 @@ var thirdParty = map[string][]string{
 	"github.com/cockroachdb/pebble":       {"eventlog"},
 	"github.com/nats-io/":                 {"stream"},
 	"github.com/julienschmidt/httprouter": {"http"},
-	"github.com/coder/websocket":          {"http", "stream", "cmd"}, // cmd: the bench's stream clients
+	"github.com/coder/websocket":          {"http", "stream", "cmd", "transparency"}, // cmd: the bench's stream clients; transparency: prove reads an event from the stream
 	"github.com/modelcontextprotocol/":    {"http"},
 	"github.com/google/jsonschema-go":     {"http"}, // the MCP tools' input schemas
 	"github.com/spf13/cobra":              {"cmd"},
@@ -59,7 +66,7 @@ var thirdParty = map[string][]string{
 	// the log and the registry client report through plain hooks.
 	"github.com/prometheus/": {"http"},
 	// The Merkle tree, its proofs, tiles and signed checkpoints (docs/transparency.md): kept and signed by the log, checked by the observer's commands.
-	"golang.org/x/mod/sumdb": {"eventlog", "http", "cmd", "docs"},
+	"golang.org/x/mod/sumdb": {"eventlog", "http", "cmd", "transparency", "docs"},
 }
 
 // TestImportPolicy reads the imports of every non-test Go file and checks them

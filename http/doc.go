@@ -132,4 +132,16 @@
 // Every request is logged at Debug with method, path, status and duration. Headers
 // and query strings are never logged: they carry bearer tokens (and, for the
 // WebSocket stream, ?token=).
+//
+// # Client
+//
+// Both ends of the owner's channel to a running node live here. Client
+// (client.go) is the CLI's client of the API as the node's owner: it sends the
+// owner token only over connections its caller's dial function checked, the
+// control socket in the data dir or a TCP connection on which the node first
+// proved, with ProveNode, that it holds the node key (the server half is
+// handleNodeProof). Call maps the node's refusals back onto *commands.Error.
+// On the server side, ControlSocketListener names every connection of the
+// control socket unix:control.sock, and MergeListeners lets one http.Server
+// serve it beside the TCP listener.
 package http

@@ -98,7 +98,7 @@ func (m *Main) takeSnapshot(ctx context.Context, dir datadir.Dir, addr string, l
 			RootHash    string `json:"chain_root_hash"`
 			Checkpoint  string `json:"checkpoint"`
 		}
-		if err := ch.adminCall(ctx, http.MethodPost, "/v1/admin/backup", struct{}{}, &v); err != nil {
+		if err := ch.Call(ctx, http.MethodPost, "/v1/admin/backup", struct{}{}, &v); err != nil {
 			return backup.Snapshot{}, err
 		}
 		pub, err := eventlog.PublicKeyFromDID(v.NodeDID)

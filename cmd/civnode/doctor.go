@@ -15,6 +15,7 @@ import (
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/civnode/internal/doctor"
 	"github.com/civnode/civnode/commands/servicenet"
+	civhttp "github.com/civnode/civnode/http"
 )
 
 func (m *Main) newDoctorCommand(g *globals) *cobra.Command {
@@ -104,7 +105,7 @@ mistake on the command line. --json prints the report as one JSON object
 }
 
 // channelNode is the node channel as doctor asks a running node.
-type channelNode struct{ ch *nodeChannel }
+type channelNode struct{ ch *civhttp.Client }
 
 // reachNode opens the owner's channel to the node running on dir, without
 // logging how it got there.
@@ -119,11 +120,11 @@ func reachNode(ctx context.Context, dir datadir.Dir, addr string) (doctor.Node, 
 // proveNodeConn has the process on conn prove it holds pub's key, and then
 // makes a channel of conn alone.
 func proveNodeConn(ctx context.Context, conn net.Conn, addr string, pub ed25519.PublicKey, token string) (doctor.Node, error) {
-	if err := proveNode(ctx, conn, addr, pub); err != nil {
+	if err := civhttp.ProveNode(ctx, conn, addr, pub); err != nil {
 		return nil, err
 	}
 	fail := func(context.Context) (net.Conn, error) { return nil, errors.New("one proven connection is enough") }
-	return channelNode{newNodeChannel("http://"+addr, token, addr, conn, fail)}, nil
+	return channelNode{civhttp.NewClient("http://"+addr, token, addr, conn, fail)}, nil
 }
 
 func (n channelNode) Via() string { return n.ch.Via }
@@ -141,7 +142,7 @@ func (n channelNode) Get(ctx context.Context, path string, owner bool) (int, []b
 	if err != nil {
 		return 0, nil, err
 	}
-	resp, err := n.ch.Client.Do(req)
+	resp, err := n.ch.HTTP.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}

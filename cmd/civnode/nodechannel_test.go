@@ -375,7 +375,7 @@ func TestNodeChannelProvesEveryConnection(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp, err := ch.Client.Do(req)
+		resp, err := ch.HTTP.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -387,7 +387,7 @@ func TestNodeChannelProvesEveryConnection(t *testing.T) {
 		if got := p.proofs.Load(); got != int32(i) {
 			t.Fatalf("after %d requests on %d connections: %d proofs", i, i, got)
 		}
-		ch.Client.CloseIdleConnections() // the next request dials anew
+		ch.HTTP.CloseIdleConnections() // the next request dials anew
 	}
 }
 
@@ -401,7 +401,7 @@ func TestNodeProofAnswers(t *testing.T) {
 	type ans = func(addr string, nonce []byte) (status string, header string, body string)
 	signed := func(k ed25519.PrivateKey, did, addr string, nonce []byte) string {
 		sig := ed25519.Sign(k, eventlog.NodeProofBytes(did, addr, nonce))
-		b, _ := json.Marshal(nodeProofAnswer{NodeDID: did, Addr: addr, Signature: base64.StdEncoding.EncodeToString(sig)})
+		b, _ := json.Marshal(map[string]string{"node_did": did, "addr": addr, "signature": base64.StdEncoding.EncodeToString(sig)})
 		return string(b)
 	}
 	for _, tc := range []struct {
@@ -431,7 +431,7 @@ func TestNodeProofAnswers(t *testing.T) {
 		}, "decode proof signature"},
 		{"not JSON", func(string, []byte) (string, string, string) { return "200 OK", "", "<html>" }, "decode proof answer"},
 		{"huge answer", func(string, []byte) (string, string, string) {
-			return "200 OK", "", strings.Repeat(" ", proofAnswerLimit+1)
+			return "200 OK", "", strings.Repeat(" ", civhttp.ProofAnswerLimit+1)
 		}, "over 4096 bytes"},
 		{"closes after the proof", func(addr string, n []byte) (string, string, string) {
 			return "200 OK", "Connection: close\r\n", signed(key, did, addr, n)
@@ -458,72 +458,6 @@ func TestNodeProofAnswers(t *testing.T) {
 			}
 			tap.received(t)
 		})
-	}
-}
-
-func TestSameAddr(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		same bool
-	}{
-		{"127.0.0.1:7777", "127.0.0.1:7777", true},
-		{"[::ffff:127.0.0.1]:7777", "127.0.0.1:7777", true},
-		{"[::1]:7777", "[::1]:7777", true},
-		{"127.0.0.1:7777", "127.0.0.1:7778", false},
-		{"0.0.0.0:7777", "127.0.0.1:7777", false},
-		{"[::]:7777", "[::1]:7777", false},
-		{"127.0.0.2:7777", "127.0.0.1:7777", false},
-	} {
-		if got := sameAddr(tc.a, tc.b); got != tc.same {
-			t.Errorf("sameAddr(%s, %s) = %v", tc.a, tc.b, got)
-		}
-	}
-}
-
-// TestMergedListener: connections to either listener come out of Accept, and
-// after Close, Accept reports net.ErrClosed and both listeners are closed.
-func TestMergedListener(t *testing.T) {
-	var lns []net.Listener
-	for range 2 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-	}
-	m := mergeListeners(lns...)
-	if m.Addr() != lns[0].Addr() {
-		t.Errorf("Addr %v, want the first listener's %v", m.Addr(), lns[0].Addr())
-	}
-	for _, ln := range lns {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		got, err := m.Accept()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.LocalAddr().String() != ln.Addr().String() {
-			t.Errorf("accepted a connection to %v, want one to %v", got.LocalAddr(), ln.Addr())
-		}
-		got.Close()
-	}
-	if err := m.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Close(); err != nil {
-		t.Errorf("second Close: %v", err)
-	}
-	if _, err := m.Accept(); !errors.Is(err, net.ErrClosed) {
-		t.Errorf("Accept after Close: %v, want net.ErrClosed", err)
-	}
-	for _, ln := range lns {
-		if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
-			c.Close()
-			t.Errorf("%v still accepts after Close", ln.Addr())
-		}
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/commands"
 	civhttp "github.com/civnode/civnode/http"
+	"github.com/civnode/civnode/oraclesock"
 )
 
 // oracleConfig is the command line shared by the oracle subcommands.
@@ -175,7 +176,7 @@ exact in a double (integers to ±2^53); put others in strings.`,
 				return err
 			}
 			in := commands.PublishFeedInput{As: fl.as, Feed: args[0], Payload: payload, Price: &fl.price}
-			return oracleAction(m, cmd, g, cfg, func(ctx context.Context, svc oracleService) (commands.FeedVersion, error) {
+			return oracleAction(m, cmd, g, cfg, func(ctx context.Context, svc oraclesock.Service) (commands.FeedVersion, error) {
 				if err := checkPayload(payload); err != nil {
 					return commands.FeedVersion{}, err
 				}
@@ -210,7 +211,7 @@ does not subscribe to its own feed.`,
 				return usageErrorf("subscribe needs --max-price N, the most it pays for one version, in credits")
 			}
 			in := commands.SubscribeInput{As: as, Feed: args[0], MaxPrice: &maxPrice}
-			return oracleAction(m, cmd, g, cfg, func(ctx context.Context, svc oracleService) (commands.Subscription, error) {
+			return oracleAction(m, cmd, g, cfg, func(ctx context.Context, svc oraclesock.Service) (commands.Subscription, error) {
 				return svc.Subscribe(ctx, in)
 			}, func(v commands.Subscription) error {
 				_, err := fmt.Fprintf(m.Stdout, "subscribed %s to %s, max price %d credits a version\nevent %s at %s\n",
@@ -245,7 +246,7 @@ object instead.`,
 				return usageErrorf("pull needs --as PUBLIC_ID, the subscribed identity")
 			}
 			in := commands.PullInput{As: as, Feed: args[0]}
-			return oracleAction(m, cmd, g, cfg, func(ctx context.Context, svc oracleService) (commands.Pulled, error) {
+			return oracleAction(m, cmd, g, cfg, func(ctx context.Context, svc oraclesock.Service) (commands.Pulled, error) {
 				return svc.Pull(ctx, in)
 			}, func(v commands.Pulled) error {
 				paid := fmt.Sprintf("charged %d credits", v.Charged)
@@ -275,21 +276,21 @@ names. It is the balance mission rewards are paid into and feed pulls move.`,
 			if cmd.Flags().Changed("agent") && agent == "" {
 				return usageErrorf("--agent needs a PUBLIC_ID")
 			}
-			return oracleAction(m, cmd, g, cfg, func(ctx context.Context, svc oracleService) (any, error) {
+			return oracleAction(m, cmd, g, cfg, func(ctx context.Context, svc oraclesock.Service) (any, error) {
 				bs, err := svc.Balances(ctx, agent)
 				if err != nil || agent == "" {
-					return oracleBalances{Balances: bs}, err
+					return oraclesock.BalanceList{Balances: bs}, err
 				}
 				if len(bs) != 1 {
 					return nil, fmt.Errorf("balance of %s: %d answers", agent, len(bs))
 				}
 				return bs[0], nil
 			}, func(v any) error {
-				bs := []oracleBalance{}
+				bs := []oraclesock.Balance{}
 				switch v := v.(type) {
-				case oracleBalances:
+				case oraclesock.BalanceList:
 					bs = v.Balances
-				case oracleBalance:
+				case oraclesock.Balance:
 					bs = append(bs, v)
 				}
 				tw := tabwriter.NewWriter(m.Stdout, 0, 8, 2, ' ', 0)
@@ -311,10 +312,10 @@ func (m *Main) newOracleFeedsCommand(g *globals, cfg *oracleConfig) *cobra.Comma
 		Short: "List every feed: its publisher, newest version, price, subscribers and earnings",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return oracleAction(m, cmd, g, cfg, func(ctx context.Context, svc oracleService) (oracleFeeds, error) {
+			return oracleAction(m, cmd, g, cfg, func(ctx context.Context, svc oraclesock.Service) (oraclesock.FeedList, error) {
 				fs, err := svc.Feeds(ctx)
-				return oracleFeeds{Feeds: fs}, err
-			}, func(v oracleFeeds) error {
+				return oraclesock.FeedList{Feeds: fs}, err
+			}, func(v oraclesock.FeedList) error {
 				tw := tabwriter.NewWriter(m.Stdout, 0, 8, 2, ' ', 0)
 				fmt.Fprintln(tw, "FEED\tPUBLISHER\tVERSION\tPRICE\tSUBSCRIBERS\tPULLS\tEARNED\tPUBLISHED_AT")
 				for _, f := range v.Feeds {
@@ -330,8 +331,8 @@ func (m *Main) newOracleFeedsCommand(g *globals, cfg *oracleConfig) *cobra.Comma
 // oracleAction runs act on the oracle of the data dir and prints its result:
 // as one JSON object with --json, else with human.
 func oracleAction[T any](m *Main, cmd *cobra.Command, g *globals, cfg *oracleConfig,
-	act func(context.Context, oracleService) (T, error), human func(T) error) error {
-	err := m.withOracle(cmd.Context(), g, cfg, func(ctx context.Context, svc oracleService) error {
+	act func(context.Context, oraclesock.Service) (T, error), human func(T) error) error {
+	err := m.withOracle(cmd.Context(), g, cfg, func(ctx context.Context, svc oraclesock.Service) error {
 		v, err := act(ctx, svc)
 		if err != nil {
 			return err
@@ -343,7 +344,7 @@ func oracleAction[T any](m *Main, cmd *cobra.Command, g *globals, cfg *oracleCon
 	})
 	if err != nil && cfg.json && !isUsage(err) {
 		e := cliOracleError(err)
-		if perr := printJSONLine(m.Stdout, oracleResponse{Error: &e}); perr != nil {
+		if perr := printJSONLine(m.Stdout, oraclesock.Response{Error: &e}); perr != nil {
 			return errors.Join(err, perr)
 		}
 	}
@@ -353,25 +354,25 @@ func oracleAction[T any](m *Main, cmd *cobra.Command, g *globals, cfg *oracleCon
 // cliOracleError is what --json prints for a failed command: the node's
 // answer, or for the CLI's own failures kind and code failed (data_dir_in_use
 // when a node holds the data dir but its oracle socket cannot be reached).
-func cliOracleError(err error) oracleError {
-	var ne *oracleNodeError
+func cliOracleError(err error) oraclesock.Failure {
+	var ne *oraclesock.NodeError
 	if errors.As(err, &ne) {
-		return ne.oracleError
+		return ne.Failure
 	}
 	var ce *commands.Error
 	if errors.As(err, &ce) {
-		if e, _ := oracleErrorOf(ce); e.Kind != "internal" {
+		if e, _ := oraclesock.ErrorOf(ce); e.Kind != "internal" {
 			return e
 		}
 	}
 	if errors.Is(err, datadir.ErrInUse) {
-		return oracleError{Kind: "unavailable", Code: "data_dir_in_use", Message: err.Error()}
+		return oraclesock.Failure{Kind: "unavailable", Code: "data_dir_in_use", Message: err.Error()}
 	}
-	return oracleError{Kind: "failed", Code: "failed", Message: err.Error()}
+	return oraclesock.Failure{Kind: "failed", Code: "failed", Message: err.Error()}
 }
 
 func printJSONLine(w io.Writer, v any) error {
-	b, err := marshalPlain(v)
+	b, err := oraclesock.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode output: %w", err)
 	}
@@ -387,7 +388,7 @@ func printJSONLine(w io.Writer, v any) error {
 // never opens its database. A node that holds the database without an oracle
 // socket (a killed node's stale socket is refused, one too long a path is
 // never made) leaves nothing to do but say so.
-func (m *Main) withOracle(ctx context.Context, g *globals, cfg *oracleConfig, do func(context.Context, oracleService) error) (err error) {
+func (m *Main) withOracle(ctx context.Context, g *globals, cfg *oracleConfig, do func(context.Context, oraclesock.Service) error) (err error) {
 	logger, err := m.logger(g)
 	if err != nil {
 		return err
@@ -397,7 +398,7 @@ func (m *Main) withOracle(ctx context.Context, g *globals, cfg *oracleConfig, do
 		return err
 	}
 	sock := dir.OracleSocketPath()
-	client, dialErr := dialOracle(ctx, sock)
+	client, dialErr := oraclesock.Dial(ctx, sock)
 	if dialErr == nil {
 		defer client.Close()
 		logger.Debug("a node runs on the data dir; using its oracle socket", "path", sock)
@@ -417,18 +418,4 @@ func (m *Main) withOracle(ctx context.Context, g *globals, cfg *oracleConfig, do
 		}
 	}()
 	return do(ctx, coreOracle{node})
-}
-
-// marshalPlain is json.Marshal without HTML escaping: a feed's payload is
-// shown, and carried over the oracle socket, in the very bytes its signature
-// covers (RFC 8785 does not escape <, > or &), not in an equal JSON value
-// spelt with \u003c.
-func marshalPlain(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

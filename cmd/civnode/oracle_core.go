@@ -2,51 +2,32 @@ package main
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/commands"
+	"github.com/civnode/civnode/internal/unixsock"
+	"github.com/civnode/civnode/oraclesock"
 	"github.com/civnode/civnode/projections"
 )
 
-// oracleService is what the oracle subcommands do. coreOracle does it on an
-// opened core; oracleClient asks the running node, whose oracle socket runs a
-// coreOracle on the node's own core. Both paths therefore run the same
-// commands and append the same events.
-type oracleService interface {
-	Publish(ctx context.Context, in commands.PublishFeedInput) (commands.FeedVersion, error)
-	Subscribe(ctx context.Context, in commands.SubscribeInput) (commands.Subscription, error)
-	Pull(ctx context.Context, in commands.PullInput) (commands.Pulled, error)
-	// Balances lists every identity's credit, or only publicID's when it is
-	// not empty.
-	Balances(ctx context.Context, publicID string) ([]oracleBalance, error)
-	Feeds(ctx context.Context) ([]oracleFeed, error)
-}
-
-// oracleBalance is an identity's credit balance, the one mission rewards are
-// paid into and feed pulls move (civnode oracle balance).
-type oracleBalance struct {
-	PublicID string `json:"public_id"`
-	AgentDID string `json:"agent_did"`
-	Credit   int64  `json:"credit"`
-}
-
-// oracleFeed is a feed as civnode oracle feeds lists it: its newest version
-// without the payload, which subscribers pay for.
-type oracleFeed struct {
-	Feed         string `json:"feed"`
-	Publisher    string `json:"publisher"`
-	PublisherDID string `json:"publisher_did"`
-	Version      uint64 `json:"version"`
-	Price        int64  `json:"price"`
-	Subscribers  int64  `json:"subscribers"`
-	Pulls        int64  `json:"pulls"`
-	Earned       int64  `json:"earned"`
-	PublishedAt  string `json:"published_at"`
-	EventID      string `json:"event_id"`
+// startOracleSocket serves the oracle of node on the unix socket at path
+// until Close, or returns nil, with a warning, when the node must run without
+// one: civnode oracle then cannot reach it while it runs.
+func startOracleSocket(ctx context.Context, path string, node *core.Core, logger *slog.Logger) *oraclesock.Server {
+	ln, err := unixsock.Listen(path, logger)
+	if err != nil {
+		logger.Warn("serving without the oracle socket, so civnode oracle cannot reach the node while it runs",
+			"path", path, "err", err)
+		return nil
+	}
+	s := oraclesock.Serve(ctx, ln, coreOracle{node}, logger)
+	logger.Info("listening on the oracle socket", "path", path)
+	return s
 }
 
 // coreOracle runs the oracle on an opened core: the CLI's own when no node
-// runs on the data dir, the node's behind its oracle socket when one does. It
+// runs on the data dir, the node's behind its oracle socket (oraclesock) when one does. It
 // acts as the node's owner, as the other commands that open the data dir do
 // (offlineTokens), and its audit entries name the node DID.
 type coreOracle struct{ node *core.Core }
@@ -68,7 +49,7 @@ func (o coreOracle) Pull(ctx context.Context, in commands.PullInput) (commands.P
 // balancePage is how many identities Balances reads at a time.
 const balancePage = 1000
 
-func (o coreOracle) Balances(ctx context.Context, publicID string) ([]oracleBalance, error) {
+func (o coreOracle) Balances(ctx context.Context, publicID string) ([]oraclesock.Balance, error) {
 	ids := o.node.Identities
 	if publicID != "" {
 		id, ok, err := ids.IdentityBySlug(publicID)
@@ -82,9 +63,9 @@ func (o coreOracle) Balances(ctx context.Context, publicID string) ([]oracleBala
 		if err != nil {
 			return nil, err
 		}
-		return []oracleBalance{{PublicID: id.PublicID, AgentDID: id.AgentDID, Credit: credit}}, nil
+		return []oraclesock.Balance{{PublicID: id.PublicID, AgentDID: id.AgentDID, Credit: credit}}, nil
 	}
-	out := []oracleBalance{}
+	out := []oraclesock.Balance{}
 	for cursor := ""; ; {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -94,7 +75,7 @@ func (o coreOracle) Balances(ctx context.Context, publicID string) ([]oracleBala
 			return nil, err
 		}
 		for _, r := range recs {
-			out = append(out, oracleBalance{PublicID: r.PublicID, AgentDID: r.AgentDID, Credit: r.Stats.Credit})
+			out = append(out, oraclesock.Balance{PublicID: r.PublicID, AgentDID: r.AgentDID, Credit: r.Stats.Credit})
 		}
 		if next == "" {
 			return out, nil
@@ -103,22 +84,18 @@ func (o coreOracle) Balances(ctx context.Context, publicID string) ([]oracleBala
 	}
 }
 
-func (o coreOracle) Feeds(context.Context) ([]oracleFeed, error) {
+func (o coreOracle) Feeds(context.Context) ([]oraclesock.Feed, error) {
 	feeds, err := o.node.Feeds.Feeds()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]oracleFeed, len(feeds))
+	out := make([]oraclesock.Feed, len(feeds))
 	for i, f := range feeds {
-		out[i] = oracleFeed{Feed: f.Feed, Publisher: f.Publisher, PublisherDID: f.PublisherDID, Version: f.Version,
+		out[i] = oraclesock.Feed{Feed: f.Feed, Publisher: f.Publisher, PublisherDID: f.PublisherDID, Version: f.Version,
 			Price: f.Price, Subscribers: f.Subscribers, Pulls: f.Pulls, Earned: f.Earned,
 			PublishedAt: f.PublishedAt, EventID: f.EventID}
 	}
 	return out, nil
 }
 
-// Both ways of working satisfy oracleService.
-var (
-	_ oracleService = coreOracle{}
-	_ oracleService = (*oracleClient)(nil)
-)
+var _ oraclesock.Service = coreOracle{}

@@ -16,17 +16,17 @@ import (
 	"time"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
-	"github.com/civnode/civnode/commands"
+	"github.com/civnode/civnode/oraclesock"
 )
 
 // exchange writes lines on conn and returns the answer lines it reads, one
 // per request line that is not blank.
-func exchange(t *testing.T, conn net.Conn, br *bufio.Reader, lines ...string) []oracleResponse {
+func exchange(t *testing.T, conn net.Conn, br *bufio.Reader, lines ...string) []oraclesock.Response {
 	t.Helper()
 	if err := conn.SetDeadline(time.Now().Add(waitTimeout)); err != nil {
 		t.Fatal(err)
 	}
-	var out []oracleResponse
+	var out []oraclesock.Response
 	for _, l := range lines {
 		if _, err := io.WriteString(conn, l+"\n"); err != nil {
 			t.Fatal(err)
@@ -38,7 +38,7 @@ func exchange(t *testing.T, conn net.Conn, br *bufio.Reader, lines ...string) []
 		if err != nil {
 			t.Fatalf("answer to %q: %v", l, err)
 		}
-		var r oracleResponse
+		var r oraclesock.Response
 		if err := decodeStrict(ans, &r); err != nil {
 			t.Fatalf("answer to %q: %v in %s", l, err, ans)
 		}
@@ -131,12 +131,12 @@ func TestOracleSocket(t *testing.T) {
 			t.Errorf("answer %d: %+v, want no feeds", i, answers[i])
 		}
 	}
-	var bals oracleBalances
+	var bals oraclesock.BalanceList
 	if err := json.Unmarshal(answers[4].Result, &bals); err != nil || len(bals.Balances) != 1 || bals.Balances[0].Credit != 20 {
 		t.Errorf("balance answer %s: %v", answers[4].Result, err)
 	}
 
-	// One rule with HTTP request bodies (wire.md §1): a line that is not
+	// One rule with HTTP request bodies (docs/api.md): a line that is not
 	// I-JSON, or names a member twice (which a last-wins decoder settled
 	// silently: the first line was bob's balance), or a member not exactly,
 	// is invalid_json naming the member, and runs nothing.
@@ -180,7 +180,7 @@ func TestOracleSocket(t *testing.T) {
 	}
 	defer big.Close()
 	big.SetDeadline(time.Now().Add(waitTimeout))
-	go big.Write([]byte(`{"op":"feeds","args":"` + strings.Repeat("x", oracleRequestLimit) + "\"}\n"))
+	go big.Write([]byte(`{"op":"feeds","args":"` + strings.Repeat("x", oraclesock.RequestLimit) + "\"}\n"))
 	bbr := bufio.NewReader(big)
 	line, err := bbr.ReadBytes('\n')
 	if err != nil || !strings.Contains(string(line), `"code":"request_too_large"`) {
@@ -252,129 +252,4 @@ func TestOracleCommandLine(t *testing.T) {
 	if err := decodeStrict([]byte(res.stdout), &ref); res.code != 1 || err != nil || ref.Error.Kind != "failed" || !strings.Contains(ref.Error.Message, "no node in") {
 		t.Errorf("feeds --json without a node: code %d stdout %q (%v)", res.code, res.stdout, err)
 	}
-}
-
-// stubOracle answers every operation at once, except Feeds, which waits for
-// release when it is not nil.
-type stubOracle struct{ release chan struct{} }
-
-func (s stubOracle) Publish(_ context.Context, in commands.PublishFeedInput) (commands.FeedVersion, error) {
-	return commands.FeedVersion{EventID: "e"}, nil
-}
-func (s stubOracle) Subscribe(context.Context, commands.SubscribeInput) (commands.Subscription, error) {
-	return commands.Subscription{}, commands.NotFound("feed_not_found", "feed", "no feed")
-}
-func (s stubOracle) Pull(context.Context, commands.PullInput) (commands.Pulled, error) {
-	return commands.Pulled{}, errors.New("disk on fire")
-}
-func (s stubOracle) Balances(context.Context, string) ([]oracleBalance, error) {
-	return []oracleBalance{}, nil
-}
-func (s stubOracle) Feeds(ctx context.Context) ([]oracleFeed, error) {
-	if s.release != nil {
-		<-s.release
-	}
-	return []oracleFeed{{Feed: "f"}}, nil
-}
-
-// TestOracleSocketStop: stopping the socket lets a request in flight finish
-// and be answered, closes idle connections, takes no new one and removes the
-// socket file.
-func TestOracleSocketStop(t *testing.T) {
-	sock := filepath.Join(t.TempDir(), "oracle.sock")
-	release := make(chan struct{})
-	s := startOracleSocket(context.Background(), sock, stubOracle{release: release}, discardLogger())
-	if s == nil {
-		t.Fatal("no oracle socket")
-	}
-	busy, err := dialOracle(context.Background(), sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer busy.Close()
-	idle, err := net.Dial("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer idle.Close()
-	got := make(chan error, 1)
-	go func() {
-		fs, err := busy.Feeds(context.Background())
-		if err == nil && (len(fs) != 1 || fs[0].Feed != "f") {
-			err = errors.New("wrong feeds")
-		}
-		got <- err
-	}()
-	// The request is in flight once Feeds blocks; the stub's channel cannot
-	// say so, so wait until the server counts the connection busy.
-	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(time.Millisecond) {
-		s.mu.Lock()
-		n := 0
-		for oc := range s.conns {
-			if oc.busy {
-				n++
-			}
-		}
-		s.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the request never ran")
-		}
-	}
-	closed := make(chan error, 1)
-	go func() { closed <- s.Close() }()
-
-	idle.SetReadDeadline(time.Now().Add(waitTimeout))
-	if _, err := idle.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
-		t.Errorf("idle connection on stop: %v, want EOF", err)
-	}
-	select {
-	case err := <-closed:
-		t.Fatalf("Close returned %v before the request in flight finished", err)
-	default:
-	}
-	close(release)
-	if err := <-got; err != nil {
-		t.Errorf("the request in flight: %v", err)
-	}
-	if err := <-closed; err != nil {
-		t.Error(err)
-	}
-	if _, err := os.Lstat(sock); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("socket after Close: %v", err)
-	}
-	if err := s.Close(); err != nil {
-		t.Errorf("second Close: %v", err)
-	}
-}
-
-// FuzzOracleRequest: whatever a client sends, the node answers exactly one of
-// a result and an error, in JSON, and never an internal detail for a refusal.
-func FuzzOracleRequest(f *testing.F) {
-	for _, seed := range []string{
-		`{"op":"feeds"}`, `{"op":"publish","args":{"as":"a","feed":"f","payload":{"x":1},"price":1}}`,
-		`{"op":"subscribe","args":{"as":"a","feed":"f","max_price":1}}`, `{"op":"pull","args":{"as":"a","feed":"f"}}`,
-		`{"op":"balance","args":{"agent":"a"}}`, `{"op":"signing_bytes","args":{}}`, `{"op":""}`, `{}`, `[]`, `null`,
-		`{"op":"feeds"} {"op":"feeds"}`, `{"op":"feeds","args":null}`, `{"op":"balance","args":[1]}`,
-	} {
-		f.Add([]byte(seed))
-	}
-	s := &oracleServer{svc: stubOracle{}, logger: discardLogger(), base: context.Background()}
-	f.Fuzz(func(t *testing.T, line []byte) {
-		resp := s.handle(line)
-		if (resp.Result == nil) == (resp.Error == nil) {
-			t.Fatalf("answer %+v to %q: want a result or an error", resp, line)
-		}
-		if resp.Error != nil && (resp.Error.Kind == "" || resp.Error.Code == "" || resp.Error.Message == "") {
-			t.Fatalf("error %+v to %q", resp.Error, line)
-		}
-		if resp.Error != nil && strings.Contains(resp.Error.Message, "disk on fire") {
-			t.Fatalf("an internal detail reached the client: %+v", resp.Error)
-		}
-		if _, err := json.Marshal(resp); err != nil {
-			t.Fatal(err)
-		}
-	})
 }

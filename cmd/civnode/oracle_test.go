@@ -15,6 +15,8 @@ import (
 	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/eventlog/events"
+	civhttp "github.com/civnode/civnode/http"
+	"github.com/civnode/civnode/oraclesock"
 )
 
 // oracleFixture is a stopped node's data dir with three identities: ada
@@ -106,6 +108,10 @@ func oracleCLI(t *testing.T, dir string, stdin []byte, wantCode int, args ...str
 	return res
 }
 
+// decodeStrict decodes b by the rule the oracle socket holds its lines to:
+// I-JSON, member names matched exactly, unknown members refused.
+func decodeStrict(b []byte, v any) error { return civhttp.DecodeIJSON(b, v) }
+
 // oracleJSON runs one oracle command with --json and decodes its one line.
 func oracleJSON(t *testing.T, dir string, wantCode int, v any, args ...string) cliResult {
 	t.Helper()
@@ -121,7 +127,7 @@ func oracleJSON(t *testing.T, dir string, wantCode int, v any, args ...string) c
 
 // refusal is what --json prints for a failed command.
 type refusal struct {
-	Error oracleError `json:"error"`
+	Error oraclesock.Failure `json:"error"`
 }
 
 const ethUSD = `{"pair":"ETH/USD","price":"3120.55"}`
@@ -218,7 +224,7 @@ func oracleScript(t *testing.T, f *oracleFixture, tip func() uint64) {
 	unchanged(before, "a publish of an inexact number")
 
 	// Balances are the identities' credits, moved by the pulls.
-	var bals oracleBalances
+	var bals oraclesock.BalanceList
 	oracleJSON(t, dir, 0, &bals, "balance")
 	got := map[string]int64{}
 	for _, b := range bals.Balances {
@@ -230,9 +236,9 @@ func oracleScript(t *testing.T, f *oracleFixture, tip func() uint64) {
 	if fmt.Sprint(got) != "map[ada:11 bob:9 carol:0]" {
 		t.Errorf("balances %v", got)
 	}
-	var one oracleBalance
+	var one oraclesock.Balance
 	oracleJSON(t, dir, 0, &one, "balance", "--agent", "ada")
-	if one != (oracleBalance{PublicID: "ada", AgentDID: f.dids["ada"], Credit: 11}) {
+	if one != (oraclesock.Balance{PublicID: "ada", AgentDID: f.dids["ada"], Credit: 11}) {
 		t.Errorf("balance --agent ada: %+v", one)
 	}
 	res = oracleCLI(t, dir, nil, 0, "balance", "--agent", "bob")
@@ -244,7 +250,7 @@ func oracleScript(t *testing.T, f *oracleFixture, tip func() uint64) {
 		t.Errorf("balance of an unknown identity: %+v", ref.Error)
 	}
 
-	var feeds oracleFeeds
+	var feeds oraclesock.FeedList
 	oracleJSON(t, dir, 0, &feeds, "feeds")
 	if len(feeds.Feeds) != 1 {
 		t.Fatalf("feeds %+v", feeds)
@@ -398,7 +404,7 @@ func TestOraclePullRefusesForgedFeed(t *testing.T) {
 	if got := openTipSeq(t, f.dir); got != before {
 		t.Errorf("the refused pull appended %d events", got-before)
 	}
-	var bal oracleBalance
+	var bal oraclesock.Balance
 	oracleJSON(t, f.dir, 0, &bal, "balance", "--agent", "bob")
 	if bal.Credit != 20 {
 		t.Errorf("bob has %d credits after a refused pull, want 20", bal.Credit)

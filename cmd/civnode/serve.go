@@ -283,7 +283,7 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	// After openCore: the database lock proves that a socket already in the
 	// data dir is stale.
 	if sock := listenControlSocket(dir.SocketPath(), logger); sock != nil {
-		ln = mergeListeners(ln, sock)
+		ln = civhttp.MergeListeners(ln, sock)
 	}
 	version := buildVersion()
 	// Not ctx: a signal during start-up still leaves a started/stopped pair.
@@ -295,7 +295,7 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	}
 	// After node.started, and closed before node.stopped, so that every
 	// oracle event of this run falls between the two.
-	oracle := startOracleSocket(ctx, dir.OracleSocketPath(), coreOracle{node}, logger)
+	oracle := startOracleSocket(ctx, dir.OracleSocketPath(), node, logger)
 	defer oracle.Close()
 	srv := civhttp.New(serverOptions(node, civhttp.Options{
 		OwnerToken:     token,

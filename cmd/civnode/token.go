@@ -13,6 +13,7 @@ import (
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/commands"
+	civhttp "github.com/civnode/civnode/http"
 )
 
 // tokenConfig is the command line shared by the token subcommands.
@@ -155,7 +156,7 @@ func (m *Main) newTokenListCommand(g *globals, cfg *tokenConfig) *cobra.Command 
 func (m *Main) withTokenAdmin(ctx context.Context, g *globals, cfg *tokenConfig, do func(context.Context, tokenAdmin) error) error {
 	return m.withNodeAdmin(ctx, g, cfg,
 		func(ctx context.Context, node *core.Core) error { return do(ctx, offlineTokens{node.Tokens}) },
-		func(ctx context.Context, ch *nodeChannel) error { return do(ctx, &onlineTokens{ch: ch}) })
+		func(ctx context.Context, ch *civhttp.Client) error { return do(ctx, &onlineTokens{ch: ch}) })
 }
 
 // withNodeAdmin runs online against the node running on the data dir, through
@@ -163,7 +164,7 @@ func (m *Main) withTokenAdmin(ctx context.Context, g *globals, cfg *tokenConfig,
 // offline against the data dir itself when none does: the two ways of working
 // of token and wallet.
 func (m *Main) withNodeAdmin(ctx context.Context, g *globals, cfg *tokenConfig,
-	offline func(context.Context, *core.Core) error, online func(context.Context, *nodeChannel) error) (err error) {
+	offline func(context.Context, *core.Core) error, online func(context.Context, *civhttp.Client) error) (err error) {
 	logger, err := m.logger(g)
 	if err != nil {
 		return err

@@ -9,15 +9,16 @@ import (
 	"time"
 
 	"github.com/civnode/civnode/commands"
+	civhttp "github.com/civnode/civnode/http"
 )
 
 // onlineTokens manages tokens through the admin endpoints of the node running on
 // the data dir, with the owner token of that data dir. A running node holds the
 // database, so this is the only way to reach its token store; it also means the
 // node's in-memory view changes at once. It reaches the node through a
-// nodeChannel, which sends the token to the node of the data dir only.
+// civhttp.Client (openNodeChannel), which sends the token to the node of the data dir only.
 type onlineTokens struct {
-	ch *nodeChannel
+	ch *civhttp.Client
 }
 
 // tokenJSON is a token as the admin endpoints answer it.
@@ -121,7 +122,7 @@ func (o *onlineTokens) List(ctx context.Context) ([]commands.Token, error) {
 	return tokens, nil
 }
 
-// call sends one admin request through the node channel (adminCall).
+// call sends one admin request through the node channel (civhttp.Client.Call).
 func (o *onlineTokens) call(ctx context.Context, method, path string, in, out any) error {
-	return o.ch.adminCall(ctx, method, path, in, out)
+	return o.ch.Call(ctx, method, path, in, out)
 }

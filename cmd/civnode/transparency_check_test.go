@@ -8,10 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/civnode/civnode/transparency"
 )
 
 // trCheck runs civnode transparency check against url with token and state,
@@ -23,19 +23,19 @@ func trCheck(t *testing.T, url, token, state string, extra ...string) (string, s
 }
 
 // trCheckJSON runs check with --json and decodes its report.
-func trCheckJSON(t *testing.T, url, token, state string, wantCode int, extra ...string) checkReport {
+func trCheckJSON(t *testing.T, url, token, state string, wantCode int, extra ...string) transparency.Report {
 	t.Helper()
 	out, errOut, code := trCheck(t, url, token, state, append([]string{"--json"}, extra...)...)
 	if code != wantCode {
 		t.Fatalf("check --json: exit %d, want %d\nstdout: %s\nstderr: %s", code, wantCode, out, errOut)
 	}
-	var rep checkReport
+	var rep transparency.Report
 	jsonOf(t, out, &rep)
 	return rep
 }
 
 // trState reads a check state file and requires mode 0600.
-func trState(t *testing.T, path string) checkState {
+func trState(t *testing.T, path string) transparency.State {
 	t.Helper()
 	if mode := fileMode(t, path); mode != 0o600 {
 		t.Errorf("%s: mode %v, want 0600", path, mode)
@@ -44,7 +44,7 @@ func trState(t *testing.T, path string) checkState {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st checkState
+	var st transparency.State
 	jsonOf(t, string(b), &st)
 	return st
 }
@@ -68,7 +68,7 @@ func TestTransparencyCheck(t *testing.T) {
 
 	a := startProcess(t, base)
 	obs := trObserverToken(t, base)
-	var sum transparencySummary
+	var sum transparency.Summary
 	getJSON(t, a.url+"/v1/transparency", a.token, 200, &sum)
 	out, errOut, code := trCheck(t, a.url, obs, state)
 	if code != 0 || out != fmt.Sprintf("trusted %s on first use: tree size 50, root %s; key %s stored\n", sum.Origin, sum.RootHash, sum.VerifierKey) {
@@ -176,7 +176,7 @@ type evidenceWant struct {
 // stored checkpoint and the one the node served, signed by the stored key (by
 // another for another_key), and named in the file's problem. Nothing is
 // overwritten, so an earlier fork's checkpoints survive a later rollback.
-func requireEvidence(t *testing.T, state string, stored checkState, wants ...evidenceWant) {
+func requireEvidence(t *testing.T, state string, stored transparency.State, wants ...evidenceWant) {
 	t.Helper()
 	if st := trState(t, state); st.Checkpoint != stored.Checkpoint || st.VerifierKey != stored.VerifierKey {
 		t.Fatalf("check changed the state after finding %v: %+v", wants, st)
@@ -277,13 +277,13 @@ func TestTransparencyCheckTiles(t *testing.T) {
 		t.Cleanup(srv.Close)
 		return pub, srv.URL
 	}
-	check := func(url string, code int) checkReport {
+	check := func(url string, code int) transparency.Report {
 		t.Helper()
 		out, errOut, got := trRun(t, nil, "transparency", "check", "--tiles", url, "--state", state, "--json")
 		if got != code {
 			t.Fatalf("check --tiles %s: exit %d, want %d\nstdout: %s\nstderr: %s", url, got, code, out, errOut)
 		}
-		var rep checkReport
+		var rep transparency.Report
 		jsonOf(t, out, &rep)
 		return rep
 	}
@@ -331,46 +331,5 @@ func TestTransparencyCheckTiles(t *testing.T) {
 	trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", base)
 	if rep := check(url, 0); rep.Result != "consistent" || rep.OldSize != 600 || rep.TreeSize != 900 {
 		t.Fatalf("check of the grown static log after the refusals: %+v", rep)
-	}
-}
-
-// TestTransparencyEvidenceFileNeverReplaced: detections in the same second
-// get files of their own, an earlier file is never replaced, and no temporary
-// file is left behind.
-func TestTransparencyEvidenceFileNeverReplaced(t *testing.T) {
-	dir := t.TempDir()
-	state := filepath.Join(dir, "node.json")
-	at := time.Date(2026, 11, 23, 19, 20, 37, 0, time.UTC)
-	var paths []string
-	for _, body := range []string{"first fork\n", "second fork\n", "third fork\n"} {
-		p, err := writeEvidenceFile(state, "forked", at, []byte(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		paths = append(paths, p)
-	}
-	rb, err := writeEvidenceFile(state, "rolled_back", at, []byte("rollback\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := state + ".evidence-20261123T192037Z-"
-	want := map[string]string{
-		base + "forked.json":      "first fork\n",
-		base + "forked-2.json":    "second fork\n",
-		base + "forked-3.json":    "third fork\n",
-		base + "rolled_back.json": "rollback\n",
-	}
-	if got := append(paths, rb); !slices.Equal(got, []string{base + "forked.json", base + "forked-2.json", base + "forked-3.json", base + "rolled_back.json"}) {
-		t.Fatalf("evidence paths %q", got)
-	}
-	for path, body := range want {
-		b, err := os.ReadFile(path)
-		if err != nil || string(b) != body || fileMode(t, path) != 0o600 {
-			t.Errorf("%s: %q %v, want %q, mode 0600", path, b, err, body)
-		}
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil || len(entries) != len(want) {
-		t.Fatalf("the directory holds %v (%v), want only the %d evidence files", entries, err, len(want))
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/transparency"
 )
 
 // trStoppedNode is the data dir of a node that ran once and stopped, with
@@ -215,12 +216,12 @@ func trOpen(t *testing.T, vkey string, signed []byte) tlog.Tree {
 // client reads them from a static host.
 type dirTiles struct{ dir string }
 
-func (d dirTiles) Height() int { return tileHeight }
+func (d dirTiles) Height() int { return transparency.TileHeight }
 
 func (d dirTiles) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
 	out := make([][]byte, len(tiles))
 	for i, t := range tiles {
-		b, err := os.ReadFile(filepath.Join(d.dir, filepath.FromSlash(tilePath(t))))
+		b, err := os.ReadFile(filepath.Join(d.dir, filepath.FromSlash(transparency.TilePath(t))))
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/civnode/civnode/transparency"
 )
 
 // TestTransparencyObserverJS hands proofs from a running node to
@@ -43,7 +45,7 @@ func TestTransparencyObserverJS(t *testing.T) {
 		}
 	}
 	obs := trObserverToken(t, dir)
-	var sum transparencySummary
+	var sum transparency.Summary
 	getJSON(t, p.url+"/v1/transparency", obs, 200, &sum)
 	proofs := map[uint64]string{}
 	for _, seq := range []uint64{1, 2, 33, 59, 60} {

@@ -1,19 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"log/slog"
 	"strconv"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/transparency"
 )
 
 type proveConfig struct {
@@ -21,23 +16,6 @@ type proveConfig struct {
 	addr     string
 	token    string
 	dataDir  string
-}
-
-// inclusionProof is what prove prints: everything an offline checker needs
-// to hold one event to a checkpoint signed by the node (docs/transparency.md).
-// The leaf's data is the event id's 32 bytes; event is the event as stored,
-// from which a checker recomputes that id and checks its signature.
-type inclusionProof struct {
-	Checkpoint  string          `json:"checkpoint"`
-	VerifierKey string          `json:"verifier_key"`
-	Seq         uint64          `json:"seq"`
-	EventID     string          `json:"event_id"`
-	LeafIndex   int64           `json:"leaf_index"`
-	LeafHash    tlog.Hash       `json:"leaf_hash"`
-	TreeSize    int64           `json:"tree_size"`
-	RootHash    tlog.Hash       `json:"root_hash"`
-	Proof       []tlog.Hash     `json:"proof"`
-	Event       json.RawMessage `json:"event,omitempty"` // written by marshal
 }
 
 func (m *Main) newTransparencyProveCommand(g *globals) *cobra.Command {
@@ -96,14 +74,14 @@ the data dir, where --tree-size may name any earlier tree.`,
 }
 
 func (m *Main) prove(ctx context.Context, logger *slog.Logger, cfg proveConfig, token string, seq uint64) (err error) {
-	var src treeSource
+	var src transparency.Source
 	if token != "" {
-		c, err := newObserverClient(cfg.addr, token)
+		c, err := observerClient(cfg.addr, token)
 		if err != nil {
 			return err
 		}
-		defer c.close()
-		src = apiSource{c: c}
+		defer c.Close()
+		src = transparency.APISource(c)
 	} else {
 		s, closeSrc, err := m.openLocalSource(ctx, logger, cfg.dataDir, cfg.addr)
 		if err != nil {
@@ -116,95 +94,14 @@ func (m *Main) prove(ctx context.Context, logger *slog.Logger, cfg proveConfig, 
 		}()
 		src = s
 	}
-	p, err := buildInclusionProof(ctx, src, seq, cfg.treeSize)
+	p, err := transparency.Prove(ctx, src, seq, cfg.treeSize)
 	if err != nil {
 		return err
 	}
-	out, err := p.marshal()
+	out, err := p.Marshal()
 	if err != nil {
 		return err
 	}
 	_, err = m.Stdout.Write(out)
 	return err
-}
-
-// marshal is the proof as indented JSON, with the event last and exactly as
-// stored, not re-indented: those are the bytes the node signed.
-func (p *inclusionProof) marshal() ([]byte, error) {
-	event := p.Event
-	q := *p
-	q.Event = nil
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(q); err != nil {
-		return nil, fmt.Errorf("encode the proof: %w", err)
-	}
-	out, ok := bytes.CutSuffix(buf.Bytes(), []byte("\n}\n"))
-	if !ok {
-		return nil, fmt.Errorf("encode the proof: unexpected end %q", buf.Bytes())
-	}
-	out = append(out, ",\n  \"event\": "...)
-	out = append(out, event...)
-	return append(out, "\n}\n"...), nil
-}
-
-// buildInclusionProof assembles and checks the proof of seq in the tree of
-// size events, the current tree when size is 0.
-func buildInclusionProof(ctx context.Context, src treeSource, seq uint64, size int64) (*inclusionProof, error) {
-	vkey, signed, err := src.head(ctx)
-	if err != nil {
-		return nil, err
-	}
-	k, err := parseCivnodeKey(vkey)
-	if err != nil {
-		return nil, fmt.Errorf("the node's %w", err)
-	}
-	head, err := k.openCheckpoint(signed)
-	if err != nil {
-		return nil, fmt.Errorf("the node's checkpoint: %w", err)
-	}
-	switch {
-	case size > head.Size:
-		return nil, fmt.Errorf("--tree-size %d is beyond the node's tree, which has %d events", size, head.Size)
-	case size != 0 && size != head.Size:
-		signed, err = src.checkpointAt(ctx, size)
-		if errors.Is(err, errCurrentCheckpointOnly) {
-			return nil, fmt.Errorf("--tree-size %d: %w (%d events); prove on the data dir of the stopped node, or leave --tree-size out", size, err, head.Size)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("sign the checkpoint of size %d: %w", size, err)
-		}
-		if head, err = k.openCheckpoint(signed); err != nil {
-			return nil, fmt.Errorf("the node's checkpoint of size %d: %w", size, err)
-		}
-	}
-	if seq > uint64(head.Size) {
-		return nil, fmt.Errorf("seq %d is beyond the tree, which has %d events", seq, head.Size)
-	}
-	proof, err := src.inclusion(ctx, seq, head.Size)
-	if err != nil {
-		return nil, fmt.Errorf("prove seq %d in the tree of size %d: %w", seq, head.Size, err)
-	}
-	raw, err := src.event(ctx, seq)
-	if err != nil {
-		return nil, fmt.Errorf("read event %d: %w", seq, err)
-	}
-	id, err := checkEvent(raw, k, seq)
-	if err != nil {
-		return nil, err
-	}
-	leaf := tlog.RecordHash(id)
-	if err := tlog.CheckRecord(proof, head.Size, head.Root, int64(seq)-1, leaf); err != nil {
-		return nil, fmt.Errorf("the proof of seq %d from %s does not lead to the checkpoint's root: %w", seq, src.via(), err)
-	}
-	if proof == nil {
-		proof = []tlog.Hash{} // a tree of one event: [], not null
-	}
-	return &inclusionProof{
-		Checkpoint: string(signed), VerifierKey: vkey,
-		Seq: seq, EventID: hex.EncodeToString(id), LeafIndex: int64(seq) - 1, LeafHash: leaf,
-		TreeSize: head.Size, RootHash: head.Root, Proof: proof, Event: raw,
-	}, nil
 }

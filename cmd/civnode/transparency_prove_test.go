@@ -16,6 +16,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/transparency"
 )
 
 // requireProof decodes prove's output and checks it independently of the
@@ -23,9 +24,9 @@ import (
 // whose root is root_hash; the event is the one at seq and its id is
 // event_id; the leaf is SHA-256(0x00 ‖ id) at seq-1; and tlog.CheckRecord
 // takes the proof.
-func requireProof(t *testing.T, out, vkey string, seq uint64, size int64) inclusionProof {
+func requireProof(t *testing.T, out, vkey string, seq uint64, size int64) transparency.Proof {
 	t.Helper()
-	var p inclusionProof
+	var p transparency.Proof
 	jsonOf(t, out, &p)
 	tree := trOpen(t, vkey, []byte(p.Checkpoint))
 	if p.VerifierKey != vkey || tree.N != size || p.TreeSize != size || p.RootHash != tree.Hash || p.Seq != seq || p.LeafIndex != int64(seq)-1 {
@@ -128,7 +129,7 @@ func TestTransparencyProve(t *testing.T) {
 	tlogcheck := trTlogcheck(t)
 	p := startProcess(t, dir)
 	obs := trObserverToken(t, dir)
-	var sum transparencySummary
+	var sum transparency.Summary
 	getJSON(t, p.url+"/v1/transparency", p.token, 200, &sum)
 
 	proofs := map[uint64]string{}

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/civnode/civnode/transparency"
 )
 
 // publishedFile is a file of a publish directory as a test saw it.
@@ -30,7 +32,7 @@ func trPublished(t *testing.T, pub string) map[string]publishedFile {
 			return err
 		}
 		rel, _ := filepath.Rel(pub, path)
-		if rel == publishLock {
+		if rel == transparency.LockFile {
 			return nil
 		}
 		info, err := d.Info()
@@ -51,7 +53,7 @@ func trPublished(t *testing.T, pub string) map[string]publishedFile {
 func trTilePaths(tiles []tlog.Tile) []string {
 	var out []string
 	for _, t := range tiles {
-		out = append(out, tilePath(t))
+		out = append(out, transparency.TilePath(t))
 	}
 	return out
 }
@@ -65,26 +67,26 @@ func trTilePaths(tiles []tlog.Tile) []string {
 // the API's leaf hashes verify against.
 func requirePublished(t *testing.T, pub, url, token string, sizes ...int64) {
 	t.Helper()
-	var sum transparencySummary
+	var sum transparency.Summary
 	getJSON(t, url+"/v1/transparency", token, 200, &sum)
 	files := trPublished(t, pub)
-	if got := string(files[publishCheckpoint].data); got != sum.Checkpoint {
+	if got := string(files[transparency.CheckpointFile].data); got != sum.Checkpoint {
 		t.Fatalf("DIR/checkpoint %q, the node serves %q", got, sum.Checkpoint)
 	}
-	if got := string(files[publishVerifierKey].data); got != sum.VerifierKey+"\n" {
+	if got := string(files[transparency.VerifierKeyFile].data); got != sum.VerifierKey+"\n" {
 		t.Fatalf("DIR/verifier-key %q, want %q", got, sum.VerifierKey+"\n")
 	}
 	var want []string
 	prev := int64(0)
 	for _, n := range sizes {
-		want = append(want, trTilePaths(tlog.NewTiles(tileHeight, prev, n))...)
+		want = append(want, trTilePaths(tlog.NewTiles(transparency.TileHeight, prev, n))...)
 		prev = n
 	}
 	slices.Sort(want)
 	var got []string
 	for rel, f := range files {
 		switch {
-		case rel == publishCheckpoint || rel == publishVerifierKey:
+		case rel == transparency.CheckpointFile || rel == transparency.VerifierKeyFile:
 			continue
 		case !strings.HasPrefix(rel, "tile/"):
 			t.Errorf("stray file %s in the publish directory", rel)
@@ -113,7 +115,7 @@ func requirePublished(t *testing.T, pub, url, token string, sizes ...int64) {
 		t.Fatalf("root from the published tiles %v (%v), the checkpoint's %v", root, err, tree.Hash)
 	}
 	for _, i := range []int64{0, tree.N / 3, tree.N - 1} {
-		var ans inclusionAnswer
+		var ans transparency.InclusionAnswer
 		getJSON(t, fmt.Sprintf("%s/v1/transparency/proof/inclusion?seq=%d&tree_size=%d", url, i+1, tree.N), token, 200, &ans)
 		leaf, err := tlog.ParseHash(ans.LeafHash)
 		if err != nil {
@@ -153,7 +155,7 @@ func TestTransparencyPublish(t *testing.T) {
 	pub := filepath.Join(t.TempDir(), "log")
 
 	p := startProcess(t, dir)
-	first := tlog.NewTiles(tileHeight, 0, 600)
+	first := tlog.NewTiles(transparency.TileHeight, 0, 600)
 	out := trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", dir)
 	requirePublishLine(t, out, 600, fmt.Sprintf("%d tiles written, checkpoint written", len(first)))
 	requirePublished(t, pub, p.url, p.token, 600)
@@ -161,16 +163,16 @@ func TestTransparencyPublish(t *testing.T) {
 	trStop(t, p)
 
 	trAppend(t, dir, "more", 300)
-	added := tlog.NewTiles(tileHeight, 600, 900)
+	added := tlog.NewTiles(transparency.TileHeight, 600, 900)
 	out = trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", dir)
 	requirePublishLine(t, out, 900, fmt.Sprintf("%d tiles written, checkpoint moved from tree size 600", len(added)))
 	_, signed, _ := trTreeHead(t, dir)
 	after := trPublished(t, pub)
-	if string(after[publishCheckpoint].data) != string(signed) {
-		t.Fatalf("DIR/checkpoint %q, the stopped node's is %q", after[publishCheckpoint].data, signed)
+	if string(after[transparency.CheckpointFile].data) != string(signed) {
+		t.Fatalf("DIR/checkpoint %q, the stopped node's is %q", after[transparency.CheckpointFile].data, signed)
 	}
 	for rel, f := range before {
-		if rel == publishCheckpoint {
+		if rel == transparency.CheckpointFile {
 			continue
 		}
 		g, ok := after[rel]
@@ -210,23 +212,23 @@ func TestTransparencyPublishResumes(t *testing.T) {
 	dir := trStoppedNode(t, 300)
 	pub := filepath.Join(t.TempDir(), "log")
 	trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", dir)
-	old, err := os.ReadFile(filepath.Join(pub, publishCheckpoint))
+	old, err := os.ReadFile(filepath.Join(pub, transparency.CheckpointFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	trAppend(t, dir, "more", 300)
 	trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", dir)
-	added := tlog.NewTiles(tileHeight, 300, 600)
+	added := tlog.NewTiles(transparency.TileHeight, 300, 600)
 
 	// Undo the end of the second run, as a crash before its checkpoint would.
-	if err := os.WriteFile(filepath.Join(pub, publishCheckpoint), old, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(pub, transparency.CheckpointFile), old, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	missing := filepath.Join(pub, filepath.FromSlash(tilePath(added[len(added)-1])))
+	missing := filepath.Join(pub, filepath.FromSlash(transparency.TilePath(added[len(added)-1])))
 	if err := os.Remove(missing); err != nil {
 		t.Fatal(err)
 	}
-	stray := filepath.Join(pub, publishTmp, ".tmp-checkpoint-12345")
+	stray := filepath.Join(pub, transparency.TmpDir, ".tmp-checkpoint-12345")
 	if err := os.MkdirAll(filepath.Dir(stray), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -235,15 +237,15 @@ func TestTransparencyPublishResumes(t *testing.T) {
 	}
 	out := trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", dir)
 	requirePublishLine(t, out, 600, fmt.Sprintf("1 tile written, checkpoint moved from tree size 300 (%d tiles already there from a run cut short)", len(added)-1))
-	if _, err := os.Stat(filepath.Join(pub, publishTmp)); !os.IsNotExist(err) {
-		t.Errorf("%s is still there after the publish: %v", publishTmp, err)
+	if _, err := os.Stat(filepath.Join(pub, transparency.TmpDir)); !os.IsNotExist(err) {
+		t.Errorf("%s is still there after the publish: %v", transparency.TmpDir, err)
 	}
 
-	if err := os.Remove(filepath.Join(pub, publishCheckpoint)); err != nil {
+	if err := os.Remove(filepath.Join(pub, transparency.CheckpointFile)); err != nil {
 		t.Fatal(err)
 	}
 	out = trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", dir)
-	requirePublishLine(t, out, 600, fmt.Sprintf("0 tiles written, checkpoint written (%d tiles already there from a run cut short)", len(tlog.NewTiles(tileHeight, 0, 600))))
+	requirePublishLine(t, out, 600, fmt.Sprintf("0 tiles written, checkpoint written (%d tiles already there from a run cut short)", len(tlog.NewTiles(transparency.TileHeight, 0, 600))))
 
 	p := startProcess(t, dir)
 	requirePublished(t, pub, p.url, p.token, 300, 600)
@@ -315,7 +317,7 @@ func TestTransparencyPublishRepairs(t *testing.T) {
 		t.Fatalf("publish of new events over a changed tile: exit %d\n%s", code, errOut)
 	}
 	requirePublishLine(t, out, 900, fmt.Sprintf("%d tiles written, checkpoint moved from tree size 600; rewrote 1 tile of the published tree that did not match the node's",
-		len(tlog.NewTiles(tileHeight, 600, 900))))
+		len(tlog.NewTiles(transparency.TileHeight, 600, 900))))
 	p := startProcess(t, dir)
 	requirePublished(t, pub, p.url, p.token, 600, 900)
 }
@@ -343,7 +345,7 @@ func TestTransparencyPublishRefuses(t *testing.T) {
 	trAppend(t, fork, "fork", 50) // 450: larger, but not an extension
 	trFails(t, 1, "does not extend the tree of 400 events", "transparency", "publish", "--dir", pub, "--data-dir", fork)
 
-	unlock, err := lockPublishDir(filepath.Join(pub, publishLock))
+	unlock, err := transparency.LockDir(pub)
 	if err != nil {
 		t.Fatal(err)
 	}

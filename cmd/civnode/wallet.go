@@ -12,6 +12,7 @@ import (
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/commands"
+	civhttp "github.com/civnode/civnode/http"
 )
 
 // walletAdmin is what the wallet subcommands do, either offline on the data
@@ -107,7 +108,7 @@ func (m *Main) withWalletAdmin(ctx context.Context, g *globals, cfg *tokenConfig
 		func(ctx context.Context, node *core.Core) error {
 			return do(ctx, offlineWallets{node.PaymentAccounts, node.Log.NodeDID()})
 		},
-		func(ctx context.Context, ch *nodeChannel) error { return do(ctx, onlineWallets{ch}) })
+		func(ctx context.Context, ch *civhttp.Client) error { return do(ctx, onlineWallets{ch}) })
 }
 
 // printCreatedAccount prints the address alone on stdout, so that

@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/civnode/civnode/commands"
+	civhttp "github.com/civnode/civnode/http"
 )
 
 // onlineWallets manages payment accounts through the admin endpoints of the
 // node running on the data dir (POST and GET /v1/admin/payment-accounts),
 // over the node channel that sends the owner token to that node only.
-type onlineWallets struct{ ch *nodeChannel }
+type onlineWallets struct{ ch *civhttp.Client }
 
 // accountJSON is an account as the admin endpoints answer it.
 type accountJSON struct {
@@ -44,7 +45,7 @@ func (j accountJSON) account() (commands.PaymentAccount, error) {
 
 func (o onlineWallets) Create(ctx context.Context, in commands.CreatePaymentAccountInput) (commands.PaymentAccount, error) {
 	var out accountJSON
-	if err := o.ch.adminCall(ctx, http.MethodPost, "/v1/admin/payment-accounts", in, &out); err != nil {
+	if err := o.ch.Call(ctx, http.MethodPost, "/v1/admin/payment-accounts", in, &out); err != nil {
 		return commands.PaymentAccount{}, err
 	}
 	return out.account()
@@ -54,7 +55,7 @@ func (o onlineWallets) List(ctx context.Context) ([]commands.PaymentAccount, err
 	var out struct {
 		PaymentAccounts []accountJSON `json:"payment_accounts"`
 	}
-	if err := o.ch.adminCall(ctx, http.MethodGet, "/v1/admin/payment-accounts", nil, &out); err != nil {
+	if err := o.ch.Call(ctx, http.MethodGet, "/v1/admin/payment-accounts", nil, &out); err != nil {
 		return nil, err
 	}
 	accts := make([]commands.PaymentAccount, 0, len(out.PaymentAccounts))

@@ -1,4 +1,4 @@
-package main
+package transparency
 
 import (
 	"context"
@@ -14,18 +14,20 @@ import (
 	"time"
 )
 
-// apiClient reads a node's transparency endpoints (wire.md §11) with one
-// bearer token: an observer's or the owner's at any URL (check, prove
-// --token), or the owner's through the node channel of a data dir (publish,
-// prove on the node's own machine).
-type apiClient struct {
+// Client reads a node's transparency endpoints, or a static host's files,
+// with one bearer token: an observer's or the owner's at any URL (check,
+// prove with a token), the owner's through the channel of a data dir
+// (publish, prove on the node's own machine), or none for a static host. It
+// is plain net/http: whoever builds the *http.Client decides where its
+// connections go.
+type Client struct {
 	client *http.Client
 	base   string // URL prefix of the API, no trailing slash
 	token  string // sent to base only, never printed
 	via    string // the node, for messages
 
 	// read and written count the bytes on the wire, headers and TLS included,
-	// when the client dialed its own connections (newObserverClient).
+	// when the client dialed its own connections (NewObserverClient).
 	read, written atomic.Int64
 }
 
@@ -34,16 +36,16 @@ type apiClient struct {
 const (
 	observerTimeout     = 30 * time.Second
 	observerDialTimeout = 10 * time.Second
-	apiAnswerLimit      = 16 << 20
+	answerLimit         = 16 << 20
 	// rateLimitRetries bounds the retries of a request answered 429; each
 	// waits the Retry-After the node asked for, at most maxRetryAfter.
 	rateLimitRetries = 5
 	maxRetryAfter    = 10 * time.Second
 )
 
-// nodeURL turns --addr, HOST:PORT or a URL with an optional path prefix (a
-// node behind a reverse proxy), into the API's URL prefix.
-func nodeURL(addr string) (string, error) {
+// NodeURL turns an address, HOST:PORT or a URL with an optional path prefix
+// (a node behind a reverse proxy), into the API's URL prefix.
+func NodeURL(addr string) (string, error) {
 	if !strings.Contains(addr, "://") {
 		addr = "http://" + addr
 	}
@@ -57,15 +59,15 @@ func nodeURL(addr string) (string, error) {
 	return u.Scheme + "://" + u.Host + strings.TrimSuffix(u.EscapedPath(), "/"), nil
 }
 
-// newObserverClient is a client of the node at addr with token, counting the
+// NewObserverClient is a client of the node at addr with token, counting the
 // bytes of its connections. It follows no redirect: a redirect would carry the
-// token to wherever it points.
-func newObserverClient(addr, token string) (*apiClient, error) {
-	base, err := nodeURL(addr)
+// token to wherever it points. Its one error is an addr NodeURL refuses.
+func NewObserverClient(addr, token string) (*Client, error) {
+	base, err := NodeURL(addr)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, err
 	}
-	c := &apiClient{base: base, token: token, via: base}
+	c := &Client{base: base, token: token, via: base}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	d := &net.Dialer{Timeout: observerDialTimeout}
 	tr.DialContext = func(ctx context.Context, network, address string) (net.Conn, error) {
@@ -83,20 +85,28 @@ func newObserverClient(addr, token string) (*apiClient, error) {
 	return c, nil
 }
 
-// channelClient reads through the node channel of a data dir, whose client
-// sends only to the proven node.
-func channelClient(ch *nodeChannel) *apiClient {
-	return &apiClient{client: ch.Client, base: ch.Base, token: ch.Token, via: ch.Via}
+// NewClient reads through hc, a client that sends only to the node at base
+// (the owner's channel to the node of a data dir), with token; via names the
+// node in messages.
+func NewClient(hc *http.Client, base, token, via string) *Client {
+	return &Client{client: hc, base: base, token: token, via: via}
 }
 
-// transferred is the number of bytes read and written on the wire so far.
-func (c *apiClient) transferred() int64 { return c.read.Load() + c.written.Load() }
+// Base is the URL prefix the client reads.
+func (c *Client) Base() string { return c.base }
 
-func (c *apiClient) close() { c.client.CloseIdleConnections() }
+// Via names the node or host in messages.
+func (c *Client) Via() string { return c.via }
+
+// Transferred is the number of bytes read and written on the wire so far.
+func (c *Client) Transferred() int64 { return c.read.Load() + c.written.Load() }
+
+// Close closes the client's idle connections.
+func (c *Client) Close() { c.client.CloseIdleConnections() }
 
 // get fetches path and returns the body of a 200 answer; any other answer is
 // an error naming the node's message and code.
-func (c *apiClient) get(ctx context.Context, path string) ([]byte, error) {
+func (c *Client) get(ctx context.Context, path string) ([]byte, error) {
 	for attempt := 0; ; attempt++ {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
 		if err != nil {
@@ -110,13 +120,13 @@ func (c *apiClient) get(ctx context.Context, path string) ([]byte, error) {
 			// The error names the URL, never the header that holds the token.
 			return nil, fmt.Errorf("GET %s from %s: %w", path, c.via, err)
 		}
-		body, err := io.ReadAll(io.LimitReader(resp.Body, apiAnswerLimit+1))
+		body, err := io.ReadAll(io.LimitReader(resp.Body, answerLimit+1))
 		resp.Body.Close()
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("GET %s from %s: read the answer: %w", path, c.via, err)
-		case len(body) > apiAnswerLimit:
-			return nil, fmt.Errorf("GET %s from %s: the answer is over %d bytes", path, c.via, apiAnswerLimit)
+		case len(body) > answerLimit:
+			return nil, fmt.Errorf("GET %s from %s: the answer is over %d bytes", path, c.via, answerLimit)
 		case resp.StatusCode == http.StatusOK:
 			return body, nil
 		case resp.StatusCode == http.StatusTooManyRequests && attempt < rateLimitRetries:
@@ -130,7 +140,7 @@ func (c *apiClient) get(ctx context.Context, path string) ([]byte, error) {
 }
 
 // getJSON fetches path and decodes a 200 answer into out.
-func (c *apiClient) getJSON(ctx context.Context, path string, out any) error {
+func (c *Client) getJSON(ctx context.Context, path string, out any) error {
 	body, err := c.get(ctx, path)
 	if err != nil {
 		return err
@@ -141,7 +151,7 @@ func (c *apiClient) getJSON(ctx context.Context, path string, out any) error {
 	return nil
 }
 
-func (c *apiClient) answerError(path string, resp *http.Response, body []byte) error {
+func (c *Client) answerError(path string, resp *http.Response, body []byte) error {
 	var e struct {
 		Error string `json:"error"`
 		Code  string `json:"code"`
@@ -183,7 +193,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // countingConn counts what crosses a connection into its client's totals.
 type countingConn struct {
 	net.Conn
-	c *apiClient
+	c *Client
 }
 
 func (cc *countingConn) Read(p []byte) (int, error) {

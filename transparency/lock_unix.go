@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package main
+package transparency
 
 import (
 	"errors"
@@ -9,11 +9,11 @@ import (
 	"syscall"
 )
 
-// lockPublishDir takes an exclusive lock on path, a file in the publish
-// directory, for as long as publish runs: two publishers that overlapped could
+// lockDir takes an exclusive lock on path, a file in the publish
+// directory, for as long as Publish runs: two publishers that overlapped could
 // otherwise end with the older checkpoint written last, which observers would
 // see as a rollback. The lock goes with the process, so a crash leaves none.
-func lockPublishDir(path string) (unlock func(), err error) {
+func lockDir(path string) (unlock func(), err error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("lock the publish directory: %w", err)

@@ -1,4 +1,4 @@
-package main
+package transparency
 
 import (
 	"errors"
@@ -10,40 +10,6 @@ import (
 
 	"github.com/civnode/civnode/internal/atomicfile"
 )
-
-// replaceFile puts data at path through a temporary file in tmpDir, which
-// must be on path's file system: written, synced, then renamed over path. A
-// reader sees the old file or the new one, never a part of either, and a crash
-// leaves at most a stray file in tmpDir. The rename is durable once path's
-// directory is synced, which the caller does (publish does it once per
-// directory for many files).
-func replaceFile(path, tmpDir string, data []byte, perm fs.FileMode) error {
-	tmp, err := os.CreateTemp(tmpDir, ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	name := tmp.Name()
-	if err := writeSynced(tmp, data, perm); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(name, path); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-func writeSynced(f *os.File, data []byte, perm fs.FileMode) error {
-	err := f.Chmod(perm)
-	if err == nil {
-		_, err = f.Write(data)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	return errors.Join(err, f.Close())
-}
 
 // dirSyncer creates directories below a root and remembers every directory
 // whose entries changed, so that all of them are synced once, together, before
@@ -117,7 +83,7 @@ func readOptionalFile(path string) ([]byte, error) {
 // short leaves the old state or the new one.
 func writeStateFile(path string, data []byte) error {
 	dir := filepath.Dir(path)
-	if err := replaceFile(path, dir, data, 0o600); err != nil {
+	if err := atomicfile.Replace(path, dir, data, 0o600); err != nil {
 		return err
 	}
 	return atomicfile.SyncDir(dir)

@@ -1,4 +1,4 @@
-package main
+package transparency
 
 import (
 	"bytes"
@@ -21,10 +21,10 @@ import (
 
 // streamEvent reads the event at seq from a node's API. GET /v1/events pages
 // by timestamp and has no seq parameter, but the stream resumes after any seq
-// (wire.md §3): its first message after after_seq=seq-1 is the event at seq,
+// (docs/streaming.md): its first message after after_seq=seq-1 is the event at seq,
 // as stored. The caller checks it against the tree's leaf, so a node cannot
 // pass off another event.
-func streamEvent(ctx context.Context, c *apiClient, seq uint64) ([]byte, error) {
+func streamEvent(ctx context.Context, c *Client, seq uint64) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, observerTimeout)
 	defer cancel()
 	u := c.base + "/v1/stream?" + url.Values{"after_seq": {strconv.FormatUint(seq-1, 10)}}.Encode()
@@ -35,13 +35,13 @@ func streamEvent(ctx context.Context, c *apiClient, seq uint64) ([]byte, error) 
 	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: c.client, HTTPHeader: h})
 	if err != nil {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, apiAnswerLimit))
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, answerLimit))
 			return nil, c.answerError("/v1/stream", resp, body)
 		}
 		return nil, fmt.Errorf("GET /v1/stream from %s: %w", c.via, err)
 	}
 	defer conn.CloseNow()
-	conn.SetReadLimit(apiAnswerLimit)
+	conn.SetReadLimit(answerLimit)
 	typ, msg, err := conn.Read(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read event %d from the stream of %s: %w", seq, c.via, err)
@@ -57,7 +57,7 @@ func streamEvent(ctx context.Context, c *apiClient, seq uint64) ([]byte, error) 
 // §2): its id is the SHA-256 of its signed bytes U, the RFC 8785 form of the
 // event without id and signature, and its signature verifies over U with the
 // node's key. It returns the id's 32 bytes, the leaf's data.
-func checkEvent(raw []byte, k civnodeKey, seq uint64) ([]byte, error) {
+func checkEvent(raw []byte, k Key, seq uint64) ([]byte, error) {
 	var ev eventlog.Event
 	if err := json.Unmarshal(raw, &ev); err != nil {
 		return nil, fmt.Errorf("decode event %d: %w", seq, err)
@@ -65,8 +65,8 @@ func checkEvent(raw []byte, k civnodeKey, seq uint64) ([]byte, error) {
 	if ev.Seq != seq {
 		return nil, fmt.Errorf("the event for seq %d has seq %d", seq, ev.Seq)
 	}
-	if ev.NodeDID != k.did {
-		return nil, fmt.Errorf("event %d is by %s, not %s", seq, ev.NodeDID, k.did)
+	if ev.NodeDID != k.DID {
+		return nil, fmt.Errorf("event %d is by %s, not %s", seq, ev.NodeDID, k.DID)
 	}
 	unsigned, err := json.Marshal(struct {
 		NodeDID   string          `json:"node_did"`
@@ -89,7 +89,7 @@ func checkEvent(raw []byte, k civnodeKey, seq uint64) ([]byte, error) {
 	}
 	sig, err := base64.StdEncoding.DecodeString(ev.Signature)
 	if err != nil || !ed25519.Verify(k.pub, u, sig) {
-		return nil, fmt.Errorf("event %d: its signature does not verify with %s", seq, k.origin)
+		return nil, fmt.Errorf("event %d: its signature does not verify with %s", seq, k.Origin)
 	}
 	return sum[:], nil
 }

@@ -1,0 +1,317 @@
+package transparency
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/atomicfile"
+)
+
+// The files of a publish directory besides the tiles. checkpoint and tile/
+// are what C2SP tlog-tiles specifies; verifier-key is a convenience for an
+// observer's first visit (it is no trust anchor: whoever can replace the
+// checkpoint can replace it too); the dot files are Publish's own and need
+// not be served.
+const (
+	CheckpointFile  = "checkpoint"
+	VerifierKeyFile = "verifier-key"
+	LockFile        = ".publish.lock"
+	TmpDir          = ".tmp"
+)
+
+// PublishOptions are the hooks through which Publish reports while it runs.
+// Either may be nil.
+type PublishOptions struct {
+	// Repaired is called with the path of each published tile that did not
+	// match the node's tree and was written again, before the new tiles.
+	Repaired func(path string)
+	// Progress is called once with the number of new tiles; step is then
+	// called with the number written so far, and done when they are all
+	// written or Publish fails.
+	Progress func(total int) (step func(int), done func())
+}
+
+// Published is what one Publish did.
+type Published struct {
+	Origin    string            // the node's key name, the checkpoint's origin
+	Old, Head eventlog.TreeHead // the tree published before, and now
+	Written   int               // new tiles written
+	Kept      int               // new tiles already there from a run cut short
+	Repaired  int               // published tiles written again
+}
+
+// Publish writes the node's tree, read from src, to dir in the C2SP
+// tlog-tiles layout. It is incremental: it reads dir's checkpoint, checks it
+// with the node's key and proves the node's tree consistent with it, then
+// writes only the tiles that are new since that tree, and the new checkpoint
+// last. Every file is written to dir/.tmp, synced and renamed into place, and
+// the tiles' directories are synced before the checkpoint is renamed: a reader
+// never sees a checkpoint whose tiles are missing, and a run cut short is
+// simply run again. Each run also checks every tile already published and
+// writes again any that was changed or lost. It refuses to publish over a
+// checkpoint signed by another key, of a larger tree, or of a tree the node's
+// does not extend. One Publish at a time holds dir (LockFile).
+func Publish(ctx context.Context, src Source, dir string, opts PublishOptions) (Published, error) {
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		// Readable by a web server running as another user, whatever the
+		// umask; an existing directory keeps the mode its owner gave it.
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return Published{}, fmt.Errorf("create the publish directory: %w", err)
+		}
+		if err := os.Chmod(dir, 0o755); err != nil {
+			return Published{}, fmt.Errorf("create the publish directory: %w", err)
+		}
+	}
+	unlock, err := lockDir(filepath.Join(dir, LockFile))
+	if err != nil {
+		return Published{}, err
+	}
+	defer unlock()
+	// A run cut short may have left temporary files; nothing refers to them.
+	tmpDir := filepath.Join(dir, TmpDir)
+	if err := os.RemoveAll(tmpDir); err != nil {
+		return Published{}, fmt.Errorf("clear %s: %w", tmpDir, err)
+	}
+	if err := os.Mkdir(tmpDir, 0o755); err != nil {
+		return Published{}, fmt.Errorf("create %s: %w", tmpDir, err)
+	}
+	defer os.Remove(tmpDir)
+
+	vkey, signed, err := src.Head(ctx)
+	if err != nil {
+		return Published{}, err
+	}
+	k, err := ParseKey(vkey)
+	if err != nil {
+		return Published{}, fmt.Errorf("the node's %w", err)
+	}
+	head, err := k.OpenCheckpoint(signed)
+	if err != nil {
+		return Published{}, fmt.Errorf("the node's own checkpoint: %w", err)
+	}
+	old, err := publishedHead(ctx, dir, k, src, head)
+	if err != nil {
+		return Published{}, err
+	}
+
+	ds := newDirSyncer(dir)
+	// The new checkpoint vouches for the old tree's tiles too: any that was
+	// changed or lost since it was written is written again first.
+	repaired, err := verifyPublishedTiles(ctx, src, old.Size, dir, tmpDir, ds)
+	if err != nil {
+		return Published{}, err
+	}
+	if opts.Repaired != nil {
+		for _, rel := range repaired {
+			opts.Repaired(filepath.Join(dir, filepath.FromSlash(rel)))
+		}
+	}
+
+	tiles := tlog.NewTiles(TileHeight, old.Size, head.Size)
+	written, kept := 0, 0
+	step, done := func(int) {}, func() {}
+	if opts.Progress != nil {
+		step, done = opts.Progress(len(tiles))
+	}
+	for i, t := range tiles {
+		w, err := publishTile(ctx, src, t, dir, tmpDir, ds)
+		if err != nil {
+			done()
+			return Published{}, err
+		}
+		if w {
+			written++
+		} else {
+			kept++
+		}
+		step(i + 1)
+	}
+	done()
+	if err := publishSmallFile(filepath.Join(dir, VerifierKeyFile), tmpDir, []byte(vkey+"\n"), ds); err != nil {
+		return Published{}, err
+	}
+	// Every tile the checkpoint needs is durable before the checkpoint is.
+	if err := ds.sync(); err != nil {
+		return Published{}, fmt.Errorf("sync the tiles: %w", err)
+	}
+	if old.Size != head.Size {
+		if err := atomicfile.Replace(filepath.Join(dir, CheckpointFile), tmpDir, signed, 0o644); err != nil {
+			return Published{}, err
+		}
+		if err := atomicfile.SyncDir(dir); err != nil {
+			return Published{}, err
+		}
+	}
+	return Published{Origin: k.Origin, Old: old, Head: head, Written: written, Kept: kept, Repaired: len(repaired)}, nil
+}
+
+// verifyPublishedTiles checks every tile of the tree of size n already
+// published in dir and writes again, from src, each one that is missing or
+// does not match; it returns their paths. Tiles are checked from the top
+// level down: a partial tile against src (there are at most one a level), a
+// full tile against the hash its parent, checked before it, holds for it. So
+// a run reads every published tile and hashes it, but asks src only for the
+// partial tiles and the ones to repair.
+func verifyPublishedTiles(ctx context.Context, src Source, n int64, dir, tmpDir string, ds *dirSyncer) ([]string, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	tiles := tlog.NewTiles(TileHeight, 0, n)
+	slices.SortStableFunc(tiles, func(a, b tlog.Tile) int { return b.L - a.L })
+	var repaired []string
+	for _, t := range tiles {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if t.W == 1<<TileHeight {
+			ok, err := fullTileMatches(t, n, dir)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				continue
+			}
+		}
+		w, err := publishTile(ctx, src, t, dir, tmpDir, ds)
+		if err != nil {
+			return nil, err
+		}
+		if w {
+			repaired = append(repaired, TilePath(t))
+		}
+	}
+	return repaired, nil
+}
+
+// fullTileMatches reports whether the full tile t of a tree of size n, as
+// published in dir, hashes to the entry its parent tile in dir holds for it.
+// A missing or short file does not match.
+func fullTileMatches(t tlog.Tile, n int64, dir string) (bool, error) {
+	data, err := readTileFile(dir, t)
+	if err != nil || len(data) != t.W*tlog.HashSize {
+		return false, err
+	}
+	hs := make([]tlog.Hash, t.W)
+	for i := range hs {
+		copy(hs[i][:], data[i*tlog.HashSize:])
+	}
+	for len(hs) > 1 {
+		for i := range len(hs) / 2 {
+			hs[i] = tlog.NodeHash(hs[2*i], hs[2*i+1])
+		}
+		hs = hs[:len(hs)/2]
+	}
+	// The parent's width in the tree of size n: the hashes at its level.
+	above := n >> (uint(t.L+1) * TileHeight)
+	parent := tlog.Tile{H: TileHeight, L: t.L + 1, N: t.N >> TileHeight}
+	parent.W = int(min(above-parent.N<<TileHeight, 1<<TileHeight))
+	pdata, err := readTileFile(dir, parent)
+	if err != nil {
+		return false, err
+	}
+	i := int(t.N%(1<<TileHeight)) * tlog.HashSize
+	if len(pdata) != parent.W*tlog.HashSize || i+tlog.HashSize > len(pdata) {
+		return false, nil // the parent is repaired first; a damaged one fails its own check
+	}
+	return bytes.Equal(pdata[i:i+tlog.HashSize], hs[0][:]), nil
+}
+
+// readTileFile reads tile t in dir, nil when it is missing.
+func readTileFile(dir string, t tlog.Tile) ([]byte, error) {
+	b, err := readOptionalFile(filepath.Join(dir, filepath.FromSlash(TilePath(t))))
+	if err != nil {
+		return nil, fmt.Errorf("verify the published tiles: %w", err)
+	}
+	return b, nil
+}
+
+// publishedHead reads the checkpoint already in dir, if any, and requires
+// that the node's tree extends it: the same key, a tree at least as large,
+// and a consistency proof from it. It returns the empty tree when dir has no
+// checkpoint.
+func publishedHead(ctx context.Context, dir string, k Key, src Source, head eventlog.TreeHead) (eventlog.TreeHead, error) {
+	path := filepath.Join(dir, CheckpointFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return eventlog.TreeHead{}, nil
+	}
+	if err != nil {
+		return eventlog.TreeHead{}, fmt.Errorf("read the published checkpoint: %w", err)
+	}
+	old, err := k.OpenCheckpoint(b)
+	if errors.Is(err, ErrAnotherKey) {
+		return eventlog.TreeHead{}, fmt.Errorf("%s: %w; publish each node to a directory of its own", path, err)
+	}
+	if err != nil {
+		return eventlog.TreeHead{}, fmt.Errorf("%s does not verify with the node's key: %w; remove it to publish the whole tree again", path, err)
+	}
+	switch {
+	case old.Size > head.Size:
+		return eventlog.TreeHead{}, fmt.Errorf("%s holds a tree of %d events, the node's has %d: publishing it would roll the published log back (is the data dir older than what was published, restored from a backup?)",
+			path, old.Size, head.Size)
+	case old.Size == head.Size && old.Root != head.Root:
+		return eventlog.TreeHead{}, fmt.Errorf("%s holds a tree of %d events with root %s, the node's tree of that size has root %s: the log forked",
+			path, old.Size, B64(old.Root), B64(head.Root))
+	case old.Size == head.Size || old.Size == 0:
+		return old, nil
+	}
+	proof, err := src.Consistency(ctx, old.Size, head.Size)
+	if err != nil {
+		return eventlog.TreeHead{}, fmt.Errorf("prove the node's tree consistent with %s: %w", path, err)
+	}
+	if err := tlog.CheckTree(proof, head.Size, head.Root, old.Size, old.Root); err != nil {
+		return eventlog.TreeHead{}, fmt.Errorf("the node's tree of %d events does not extend the tree of %d events in %s: the log forked (%w)",
+			head.Size, old.Size, path, err)
+	}
+	return old, nil
+}
+
+// publishTile writes tile t under dir unless the same bytes are there
+// already (left by a run cut short before its checkpoint), and reports
+// whether it wrote.
+func publishTile(ctx context.Context, src Source, t tlog.Tile, dir, tmpDir string, ds *dirSyncer) (bool, error) {
+	data, err := src.Tile(ctx, t)
+	if err != nil {
+		return false, fmt.Errorf("read %s from %s: %w", TilePath(t), src.Via(), err)
+	}
+	if len(data) != t.W*tlog.HashSize {
+		return false, fmt.Errorf("read %s from %s: %d bytes, want %d", TilePath(t), src.Via(), len(data), t.W*tlog.HashSize)
+	}
+	path := filepath.Join(dir, filepath.FromSlash(TilePath(t)))
+	parent := filepath.Dir(path)
+	// Synced even when nothing is written: the run that wrote a file found
+	// here may have stopped before syncing its directory.
+	ds.changed(parent)
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		return false, nil
+	}
+	if err := ds.mkdirAll(parent); err != nil {
+		return false, err
+	}
+	return true, atomicfile.Replace(path, tmpDir, data, 0o644)
+}
+
+// publishSmallFile writes a file that may already hold data, only if it does not.
+func publishSmallFile(path, tmpDir string, data []byte, ds *dirSyncer) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		return nil
+	}
+	ds.changed(filepath.Dir(path))
+	return atomicfile.Replace(path, tmpDir, data, 0o644)
+}
+
+// LockDir takes the lock Publish holds on the publish directory dir, so that
+// no Publish runs there until unlock: for whatever must see the directory
+// still, as a copy to another host. It fails when a Publish holds it.
+func LockDir(dir string) (unlock func(), err error) {
+	return lockDir(filepath.Join(dir, LockFile))
+}
