@@ -97,6 +97,9 @@ memory at once; a read over it waits up to a second, then is answered 503 busy
 with Retry-After (health and the node proof are never held back). Every limit is listed in docs/limits.md.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := m.applyServeSources(cmd.Flags()); err != nil {
+				return err
+			}
 			if err := cfg.check(); err != nil {
 				return err
 			}
@@ -108,6 +111,7 @@ with Retry-After (health and the node proof are never held back). Every limit is
 		},
 	}
 	f := cmd.Flags()
+	f.String(configFlag, "", "read settings from the YAML `FILE`: serve's flag names as keys; a flag or a CIVNODE_* variable wins over it (docs/running.md)")
 	f.StringVar(&cfg.dataDir, "data-dir", "", dataDirHelp)
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "listen address HOST:PORT; port 0 picks a free port")
 	f.StringSliceVar(&cfg.governs, "governs", []string{"genesis"}, "subnets this node is the governance actor for, comma separated")
