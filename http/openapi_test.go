@@ -588,6 +588,7 @@ func TestOpenAPIResponsesMatchDocument(t *testing.T) {
 	)
 	steps := []step{
 		{op: "GET /v1/health", path: "/v1/health", status: 200},
+		{op: "GET /v1/ready", path: "/v1/ready", status: 200},
 		{op: "GET /v1/state", path: "/v1/state", token: testToken, status: 200},
 		{op: "GET /v1/state", path: "/v1/state", status: 401},
 		{op: "GET /v1/state", path: "/v1/state", token: n.observerToken, status: 403},

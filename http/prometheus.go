@@ -1,6 +1,7 @@
 package http
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -91,6 +92,23 @@ func NewMetrics() *Metrics {
 	return m
 }
 
+// SetBuildInfo adds civnode_build_info, the Prometheus convention for a
+// binary's build: one series, value 1, whose labels say what runs, so that a
+// query can join it or an alert can spot two versions in a fleet. cmd reads the
+// build (runtime/debug and its link-time overrides); a second call is an error.
+func (m *Metrics) SetBuildInfo(version, commit, goVersion string) error {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "civnode_build_info",
+		Help:        "The running binary's build: always 1, with its version, commit and Go version as labels.",
+		ConstLabels: prometheus.Labels{"version": version, "commit": commit, "goversion": goVersion},
+	})
+	g.Set(1)
+	if err := m.reg.Register(g); err != nil {
+		return fmt.Errorf("register build info: %w", err)
+	}
+	return nil
+}
+
 // ObserveGroupCommit is the log's OnGroupCommit hook.
 func (m *Metrics) ObserveGroupCommit(g eventlog.GroupCommit) {
 	if g.Err != nil {
@@ -126,6 +144,7 @@ type routeMetrics struct {
 	m             *Metrics
 	method, route string
 	byStatus      sync.Map // int → prometheus.Observer
+	quiet         bool     // log its requests at Debug (routeQuiet)
 }
 
 // route returns the metrics of requests to the pattern route by method.

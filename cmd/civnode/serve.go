@@ -233,6 +233,10 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	logNATS(logger, st.Status())
 	// Before the log and the registry client, which report into it.
 	metrics := civhttp.NewMetrics()
+	build := readBuildInfo()
+	if err := metrics.SetBuildInfo(build.Version, build.Commit, build.GoVersion); err != nil {
+		return err
+	}
 	registry, err := openRegistry(dir, cfg.registryURL, key, logger, metrics.ObserveRegistry)
 	if err != nil {
 		return err
