@@ -180,6 +180,7 @@ type serverCollector struct {
 
 	tip, healthy, clients, drops, published *prometheus.Desc
 	budgetUsed, budgetSize, budgetRefused   *prometheus.Desc
+	leafUp, leafSince                       *prometheus.Desc
 }
 
 func newServerCollector(s *Server) *serverCollector {
@@ -194,6 +195,10 @@ func newServerCollector(s *Server) *serverCollector {
 		budgetUsed: prometheus.NewDesc("civnode_http_response_budget_used_bytes",
 			"Bytes of response bodies held in memory now, against the node-wide response budget.", nil, nil),
 		budgetSize: prometheus.NewDesc("civnode_http_response_budget_bytes", "The node-wide response budget (--response-budget).", nil, nil),
+		leafUp: prometheus.NewDesc("civnode_nats_leaf_up",
+			"1 while the leaf link to the configured remote (--nats-leaf) is up, 0 while it is down.", []string{"remote"}, nil),
+		leafSince: prometheus.NewDesc("civnode_nats_leaf_last_change_timestamp_seconds",
+			"When the leaf link last went up or down (Unix time); the node's start while it has never been up.", []string{"remote"}, nil),
 		budgetRefused: prometheus.NewDesc("civnode_http_response_budget_refusals_total",
 			"Reads answered 503 busy because the response budget could not admit them in time.", nil, nil),
 	}
@@ -211,6 +216,8 @@ func (c *serverCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- c.clients
 		ch <- c.drops
 		ch <- c.published
+		ch <- c.leafUp
+		ch <- c.leafSince
 	}
 }
 
@@ -231,6 +238,14 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.clients, prometheus.GaugeValue, float64(status.StreamClients))
 		ch <- prometheus.MustNewConstMetric(c.drops, prometheus.CounterValue, float64(status.SlowDrops+c.s.streams.writeDrops.Load()))
 		ch <- prometheus.MustNewConstMetric(c.published, prometheus.CounterValue, float64(status.Published))
+		if link, ok := st.LeafLink(); ok {
+			up := 0.0
+			if link.Up {
+				up = 1
+			}
+			ch <- prometheus.MustNewConstMetric(c.leafUp, prometheus.GaugeValue, up, link.Remote)
+			ch <- prometheus.MustNewConstMetric(c.leafSince, prometheus.GaugeValue, float64(link.Since.UnixNano())/1e9, link.Remote)
+		}
 	}
 }
 
