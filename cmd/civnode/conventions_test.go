@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -235,5 +240,138 @@ func putFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestServeAsAService runs serve as systemd would: settings from a config
+// file and CIVNODE_* variables only, JSON logs, and a notify socket. The
+// service manager hears READY=1 once the node serves and STOPPING=1 once it
+// stops; every request is logged with the id its response carries, and the
+// token is in no log line.
+func TestServeAsAService(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "notify.sock")
+	notify, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer notify.Close()
+	cfg := filepath.Join(dir, "civnode.yaml")
+	putFile(t, cfg, "addr: 127.0.0.1:0\nlog-format: text\nrate-limit: 100\n")
+	env := map[string]string{
+		"CIVNODE_CONFIG":     cfg,
+		"CIVNODE_DATA_DIR":   filepath.Join(dir, "node"),
+		"CIVNODE_LOG_FORMAT": "json", // over the file's text
+		notifyEnv:            sock,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, stderr := newLineWriter(), &syncBuffer{}
+	m := testMain(nil, out, stderr)
+	m.Getenv = func(k string) string { return env[k] }
+	m.LookupEnv = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx, []string{"serve"}) }()
+
+	read := func() string {
+		t.Helper()
+		notify.SetReadDeadline(time.Now().Add(waitTimeout))
+		buf := make([]byte, 512)
+		n, err := notify.Read(buf)
+		if err != nil {
+			t.Fatalf("notify socket: %v\nstderr:\n%s", err, stderr)
+		}
+		return string(buf[:n])
+	}
+	ready := read()
+	var url string
+	select {
+	case line := <-out.lines:
+		mm := listeningLine.FindStringSubmatch(line)
+		if mm == nil {
+			t.Fatalf("stdout %q", line)
+		}
+		url = mm[1]
+	case <-time.After(waitTimeout):
+		t.Fatal("no listening line")
+	}
+	if ready != "READY=1\nSTATUS=serving on "+strings.TrimPrefix(url, "http://") {
+		t.Errorf("notice %q", ready)
+	}
+	tok, err := os.ReadFile(filepath.Join(dir, "node", "control.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(tok))
+	req, _ := http.NewRequest(http.MethodGet, url+"/v1/state", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	id := resp.Header.Get("X-Request-Id")
+	getJSON(t, url+"/v1/ready", "", http.StatusOK, nil)
+
+	cancel()
+	if stopping := read(); stopping != "STOPPING=1" {
+		t.Errorf("notice %q, want STOPPING=1", stopping)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v\nstderr:\n%s", err, stderr)
+	}
+	logged := false
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q is not JSON: %v", line, err)
+		}
+		if rec["msg"] == "http request" && rec["route"] == "/v1/state" && rec["request_id"] == id && rec["level"] == "INFO" {
+			logged = true
+		}
+		if rec["msg"] == "serving" && rec["rate_limit"] != 100.0 {
+			t.Errorf("serving with rate_limit %v, want the file's 100", rec["rate_limit"])
+		}
+	}
+	if !logged || id == "" {
+		t.Errorf("no request log line with request_id %q:\n%s", id, stderr)
+	}
+	if strings.Contains(stderr.String(), token) {
+		t.Error("the owner token is in the log")
+	}
+}
+
+// TestNotifyServiceManager: without $NOTIFY_SOCKET nothing is sent; with it,
+// one datagram, also to an abstract socket.
+func TestNotifyServiceManager(t *testing.T) {
+	m := testMain(nil, nil, nil)
+	if err := m.notifyServiceManager("READY=1"); err != nil {
+		t.Fatalf("without a socket: %v", err)
+	}
+	for _, name := range []string{filepath.Join(t.TempDir(), "n.sock"), "@civnode-test-" + strconv.Itoa(os.Getpid())} {
+		ln, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: name, Net: "unixgram"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Getenv = func(k string) string {
+			if k == notifyEnv {
+				return name
+			}
+			return ""
+		}
+		if err := m.notifyServiceManager("READY=1"); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 64)
+		ln.SetReadDeadline(time.Now().Add(waitTimeout))
+		n, err := ln.Read(buf)
+		ln.Close()
+		if err != nil || string(buf[:n]) != "READY=1" {
+			t.Errorf("%s: got %q, %v", name, buf[:n], err)
+		}
+	}
+	m.Getenv = func(string) string { return filepath.Join(t.TempDir(), "gone.sock") }
+	if err := m.notifyServiceManager("READY=1"); err == nil {
+		t.Error("no error for a socket nobody listens on")
 	}
 }

@@ -334,6 +334,18 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 		ln.Close()
 		return fmt.Errorf("print listening line: %w", err)
 	}
+	// A service manager (systemd, Type=notify) learns that the node serves,
+	// and, once ctx is done, that it is stopping; a failed notice is logged,
+	// not fatal: the node serves all the same.
+	if err := m.notifyServiceManager("READY=1\nSTATUS=serving on " + addr); err != nil {
+		logger.Warn("sd_notify", "err", err)
+	}
+	stopNotice := context.AfterFunc(ctx, func() {
+		if err := m.notifyServiceManager("STOPPING=1"); err != nil {
+			logger.Warn("sd_notify", "err", err)
+		}
+	})
+	defer stopNotice()
 
 	// Serve returns nil once ctx is done and in-flight requests have finished;
 	// the stream's WebSocket clients are closed by then, and the stream server
