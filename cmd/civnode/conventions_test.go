@@ -230,6 +230,18 @@ func TestServeConfigEveryFlag(t *testing.T) {
 	if _, err := serveFlags(t, env); err != nil {
 		t.Errorf("every flag in the environment: %v", err)
 	}
+	doc, err := os.ReadFile("../../docs/running.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Name == "help" {
+			return
+		}
+		if row := "| `--" + f.Name + "` | `" + envName(f.Name) + "` | "; !strings.Contains(string(doc), row) {
+			t.Errorf("docs/running.md has no row %q", row)
+		}
+	})
 	if envName("max-conns-per-addr") != "CIVNODE_MAX_CONNS_PER_ADDR" {
 		t.Errorf("envName: %s", envName("max-conns-per-addr"))
 	}
@@ -373,5 +385,37 @@ func TestNotifyServiceManager(t *testing.T) {
 	m.Getenv = func(string) string { return filepath.Join(t.TempDir(), "gone.sock") }
 	if err := m.notifyServiceManager("READY=1"); err == nil {
 		t.Error("no error for a socket nobody listens on")
+	}
+}
+
+// TestPackagingFiles: the example config file is one serve takes, and the
+// systemd unit runs serve with flags it has, as Type=notify (which serve
+// speaks: TestServeAsAService).
+func TestPackagingFiles(t *testing.T) {
+	if _, err := serveFlags(t, nil, "--config", "../../docs/civnode.yaml"); err != nil {
+		t.Errorf("docs/civnode.yaml: %v", err)
+	}
+	unit, err := os.ReadFile("../../docs/civnode.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exec []string
+	notify := false
+	for _, line := range strings.Split(string(unit), "\n") {
+		if rest, ok := strings.CutPrefix(line, "ExecStart="); ok {
+			exec = strings.Fields(rest)
+		}
+		notify = notify || line == "Type=notify"
+	}
+	if len(exec) < 2 || filepath.Base(exec[0]) != "civnode" || exec[1] != "serve" || !notify {
+		t.Fatalf("unit: ExecStart %q, Type=notify %v", exec, notify)
+	}
+	m := testMain(nil, nil, nil)
+	serve, _, err := m.newRootCommand().Find([]string{"serve"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := serve.ParseFlags(exec[2:]); err != nil {
+		t.Errorf("unit's ExecStart: %v", err)
 	}
 }
