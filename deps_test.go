@@ -47,8 +47,11 @@ var thirdParty = map[string][]string{
 	"github.com/coder/websocket":          {"http", "stream", "cmd", "transparency"}, // cmd: the bench's stream clients; transparency: prove reads an event from the stream
 	"github.com/modelcontextprotocol/":    {"http"},
 	"github.com/google/jsonschema-go":     {"http"}, // the MCP tools' input schemas
-	"github.com/spf13/cobra":              {"cmd"},
-	"github.com/schollz/progressbar":      {"cmd"},
+	"github.com/spf13/cobra":              {"cmd"},  // cobra/doc too: civnode man
+	"github.com/spf13/pflag":              {"cmd"},
+	// serve's config file.
+	"go.yaml.in/yaml":                {"cmd"},
+	"github.com/schollz/progressbar": {"cmd"},
 	// One canonical JSON encoder: eventlog's, which a fuzzer holds equal to
 	// gowebpki/jcs; everyone else asks eventlog (CanonicalObject, Canonicalize).
 	"github.com/gowebpki/jcs":   {"eventlog"},

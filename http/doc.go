@@ -129,9 +129,12 @@
 //
 // # Logging
 //
-// Every request is logged at Debug with method, path, status and duration. Headers
-// and query strings are never logged: they carry bearer tokens (and, for the
-// WebSocket stream, ?token=).
+// Every request is logged once answered, at Info (the probes and the metrics
+// scrape at Debug), with method, route pattern, status, duration, bytes, remote
+// address and request id; the response carries the id in X-Request-Id
+// (requestlog.go). Headers, paths and query strings are never logged: they carry
+// bearer tokens (and, for the WebSocket stream, ?token=) or client-chosen text.
+// GET /v1/ready is false once the log fails or a shutdown begins (ready.go).
 //
 // # Client
 //

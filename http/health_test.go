@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/civnode/civnode/eventlog"
@@ -89,6 +90,9 @@ func TestHealthAfterCorruptRead(t *testing.T) {
 	if r := n.request(http.MethodGet, "/v1/health", "", nil); r.status != http.StatusOK {
 		t.Fatalf("health before the damage is read: %d %s", r.status, r.body)
 	}
+	if r := n.request(http.MethodGet, "/v1/ready", "", nil); r.status != http.StatusOK || strings.TrimSpace(string(r.body)) != `{"ready":true}` {
+		t.Fatalf("ready before the damage is read: %d %s", r.status, r.body)
+	}
 	n.get("/v1/events?limit=300").wantError(t, http.StatusInternalServerError, "internal", "")
 	r := n.request(http.MethodGet, "/v1/health", "", nil)
 	var body map[string]any
@@ -96,7 +100,50 @@ func TestHealthAfterCorruptRead(t *testing.T) {
 	if r.status != http.StatusServiceUnavailable || len(body) != 1 || body["status"] != "unavailable" {
 		t.Errorf("health after a corrupt read: %d %s, want 503 {\"status\":\"unavailable\"}", r.status, r.body)
 	}
+	if r := n.request(http.MethodGet, "/v1/ready", "", nil); r.status != http.StatusServiceUnavailable || strings.TrimSpace(string(r.body)) != `{"ready":false,"reason":"log_failed"}` {
+		t.Errorf("ready after a corrupt read: %d %s, want 503 log_failed", r.status, r.body)
+	}
 	if _, err := l.Append(context.Background(), eventlog.Draft{Type: "test.after", Payload: map[string]int{"n": 1}}); !errors.Is(err, eventlog.ErrFailed) {
 		t.Errorf("append after a corrupt read: %v, want ErrFailed", err)
 	}
+}
+
+// TestReadyTurnsFalseOnShutdown: once Serve begins to shut down, a request
+// still in flight on a kept-alive connection sees the node not ready, while
+// health stays ok.
+func TestReadyTurnsFalseOnShutdown(t *testing.T) {
+	l := newTestNode(t).log
+	s := New(Options{Log: l, OwnerToken: testToken, Logger: discardLogger()})
+	if !readyAnswer(t, s, "ready", true) {
+		t.Fatal("a new server is not ready")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, listen(t)) }()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	readyAnswer(t, s, "shutting_down", false)
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/health", nil))
+	if rec.Code != http.StatusOK {
+		t.Errorf("health while stopping: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// readyAnswer asks s for GET /v1/ready and checks the answer.
+func readyAnswer(t *testing.T, s *Server, reason string, ready bool) bool {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/ready", nil))
+	want, status := `{"ready":false,"reason":"`+reason+`"}`, http.StatusServiceUnavailable
+	if ready {
+		want, status = `{"ready":true}`, http.StatusOK
+	}
+	if rec.Code != status || strings.TrimSpace(rec.Body.String()) != want || rec.Header().Get("X-Request-Id") == "" {
+		t.Errorf("ready: %d %s (X-Request-Id %q), want %d %s", rec.Code, rec.Body, rec.Header().Get("X-Request-Id"), status, want)
+		return false
+	}
+	return true
 }

@@ -114,6 +114,17 @@ func TestNetworkStatusLeafLink(t *testing.T) {
 	if sn.Status != "online" || sn.Peers != 1 {
 		t.Errorf("state network = %+v, want online with 1 peer", sn)
 	}
+	remote := strings.TrimPrefix(hub.LeafURL, "nats://")
+	leafMetrics := func() (up, since float64) {
+		fams, _ := scrape(t, n.testNode, testToken)
+		up = sample(t, fams, "civnode_nats_leaf_up", map[string]string{"remote": remote}).GetGauge().GetValue()
+		since = sample(t, fams, "civnode_nats_leaf_last_change_timestamp_seconds", map[string]string{"remote": remote}).GetGauge().GetValue()
+		return up, since
+	}
+	up, upSince := leafMetrics()
+	if up != 1 || upSince != float64(st.Leafs[0].Since.UnixNano())/1e9 {
+		t.Errorf("leaf metrics while up: up %v since %v, want 1 and %v", up, upSince, st.Leafs[0].Since)
+	}
 	hub.Stop()
 	waitFor(t, "the leaf link to go down", func() bool {
 		st, _ := network()
@@ -121,6 +132,9 @@ func TestNetworkStatusLeafLink(t *testing.T) {
 	})
 	if _, sn := network(); sn.Status != "degraded" || sn.Peers != 0 {
 		t.Errorf("state network = %+v, want degraded with 0 peers", sn)
+	}
+	if up, since := leafMetrics(); up != 0 || since <= upSince {
+		t.Errorf("leaf metrics while down: up %v since %v, want 0 and after %v", up, since, upSince)
 	}
 }
 

@@ -602,6 +602,7 @@ func walkAPI(t *testing.T, n *wiredNode, visit func(op, request string, r respon
 	)
 	steps := []step{
 		{op: "GET /v1/health", path: "/v1/health", status: 200},
+		{op: "GET /v1/ready", path: "/v1/ready", status: 200},
 		{op: "GET /v1/state", path: "/v1/state", token: testToken, status: 200},
 		{op: "GET /v1/state", path: "/v1/state", status: 401},
 		{op: "GET /v1/state", path: "/v1/state", token: n.observerToken, status: 403},

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -92,6 +93,23 @@ func NewMetrics() *Metrics {
 	return m
 }
 
+// SetBuildInfo adds civnode_build_info, the Prometheus convention for a
+// binary's build: one series, value 1, whose labels say what runs, so that a
+// query can join it or an alert can spot two versions in a fleet. cmd reads the
+// build (runtime/debug and its link-time overrides); a second call is an error.
+func (m *Metrics) SetBuildInfo(version, commit, goVersion string) error {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "civnode_build_info",
+		Help:        "The running binary's build: always 1, with its version, commit and Go version as labels.",
+		ConstLabels: prometheus.Labels{"version": version, "commit": commit, "goversion": goVersion},
+	})
+	g.Set(1)
+	if err := m.reg.Register(g); err != nil {
+		return fmt.Errorf("register build info: %w", err)
+	}
+	return nil
+}
+
 // ObserveGroupCommit is the log's OnGroupCommit hook.
 func (m *Metrics) ObserveGroupCommit(g eventlog.GroupCommit) {
 	if g.Err != nil {
@@ -127,6 +145,7 @@ type routeMetrics struct {
 	m             *Metrics
 	method, route string
 	byStatus      sync.Map // int → prometheus.Observer
+	quiet         bool     // log its requests at Debug (routeQuiet)
 }
 
 // route returns the metrics of requests to the pattern route by method.
@@ -163,6 +182,7 @@ type serverCollector struct {
 	tip, healthy, clients, drops, published *prometheus.Desc
 	budgetUsed, budgetSize, budgetRefused   *prometheus.Desc
 	skipped                                 *prometheus.Desc
+	leafUp, leafSince                       *prometheus.Desc
 }
 
 func newServerCollector(s *Server) *serverCollector {
@@ -177,6 +197,10 @@ func newServerCollector(s *Server) *serverCollector {
 		budgetUsed: prometheus.NewDesc("civnode_http_response_budget_used_bytes",
 			"Bytes of response bodies held in memory now, against the node-wide response budget.", nil, nil),
 		budgetSize: prometheus.NewDesc("civnode_http_response_budget_bytes", "The node-wide response budget (--response-budget).", nil, nil),
+		leafUp: prometheus.NewDesc("civnode_nats_leaf_up",
+			"1 while the leaf link to the configured remote (--nats-leaf) is up, 0 while it is down.", []string{"remote"}, nil),
+		leafSince: prometheus.NewDesc("civnode_nats_leaf_last_change_timestamp_seconds",
+			"When the leaf link last went up or down (Unix time); the node's start while it has never been up.", []string{"remote"}, nil),
 		budgetRefused: prometheus.NewDesc("civnode_http_response_budget_refusals_total",
 			"Reads answered 503 busy because the response budget could not admit them in time.", nil, nil),
 		skipped: prometheus.NewDesc("civnode_read_model_skipped_events_total",
@@ -197,6 +221,8 @@ func (c *serverCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- c.clients
 		ch <- c.drops
 		ch <- c.published
+		ch <- c.leafUp
+		ch <- c.leafSince
 	}
 	if c.s.identities != nil {
 		ch <- c.skipped
@@ -220,6 +246,14 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.clients, prometheus.GaugeValue, float64(status.StreamClients))
 		ch <- prometheus.MustNewConstMetric(c.drops, prometheus.CounterValue, float64(status.SlowDrops+c.s.streams.writeDrops.Load()))
 		ch <- prometheus.MustNewConstMetric(c.published, prometheus.CounterValue, float64(status.Published))
+		if link, ok := st.LeafLink(); ok {
+			up := 0.0
+			if link.Up {
+				up = 1
+			}
+			ch <- prometheus.MustNewConstMetric(c.leafUp, prometheus.GaugeValue, up, link.Remote)
+			ch <- prometheus.MustNewConstMetric(c.leafSince, prometheus.GaugeValue, float64(link.Since.UnixNano())/1e9, link.Remote)
+		}
 	}
 	// A server with read models (Options.Identities) has the log's model
 	// space, where every model keeps its count (projections.Models).

@@ -268,12 +268,18 @@ func TestMetricsPromtool(t *testing.T) {
 		unavailable(t, "promtool is not on PATH: .ci/run installs it with `apt-get install prometheus`")
 	}
 	n, m := metricsNode(t)
+	if err := m.SetBuildInfo("v1.2.3", "0123456789abcdef", "go1.26.0"); err != nil {
+		t.Fatal(err)
+	}
 	n.bootstrap(map[string]any{"public_id": "ada", "display_name": "Ada", "faction": "order", "role": "enforcer", "strategy": "balanced"})
 	n.request(http.MethodGet, "/no/such/path", testToken, nil)
 	for _, o := range []string{servicenet.OutcomeOK, servicenet.OutcomeTimeout, servicenet.OutcomeUnreachable} {
 		m.ObserveRegistry(servicenet.Attempt{Op: servicenet.OpInvoke, Outcome: o, Duration: time.Second})
 	}
-	_, body := scrape(t, n.testNode, testToken)
+	fams, body := scrape(t, n.testNode, testToken)
+	if got := sample(t, fams, "civnode_build_info", map[string]string{"version": "v1.2.3", "commit": "0123456789abcdef", "goversion": "go1.26.0"}); got.GetGauge().GetValue() != 1 {
+		t.Errorf("civnode_build_info %v, want 1", got)
+	}
 	path := filepath.Join(t.TempDir(), "metrics.txt")
 	if err := os.WriteFile(path, body, 0o600); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -219,6 +220,10 @@ type Server struct {
 	// workers run the timed handlers on goroutines whose stacks have grown
 	// (workers.go).
 	workers *handlerWorkers
+	// requestIDs makes the X-Request-Id of a request that brings none.
+	requestIDs *requestIDs
+	// stopping is set once Serve begins to shut down; GET /v1/ready says so.
+	stopping atomic.Bool
 
 	// exportProgress, if set, is called after each event an export writes (tests).
 	exportProgress func(seq uint64)
@@ -324,6 +329,7 @@ func New(opts Options) *Server {
 		exportWriteIdle: exportWriteIdle,
 		budgetWait:      budgetWait,
 		workers:         newHandlerWorkers(),
+		requestIDs:      newRequestIDs(),
 	}
 	if budget := opts.ResponseBudget; budget >= 0 {
 		if budget == 0 {
@@ -359,7 +365,8 @@ func New(opts Options) *Server {
 
 // routes is the table of endpoints.
 func (s *Server) routes() {
-	s.handle(http.MethodGet, "/v1/health", s.handleHealth, routePublic|routeNoBudget)
+	s.handle(http.MethodGet, "/v1/health", s.handleHealth, routePublic|routeNoBudget|routeQuiet)
+	s.handle(http.MethodGet, "/v1/ready", s.handleReady, routePublic|routeNoBudget|routeQuiet)
 	s.handle(http.MethodPost, "/v1/node/proof", s.handleNodeProof, routePublic|routeNoBudget)
 	s.handle(http.MethodGet, "/v1/state", s.handleState, 0)
 	s.handle(http.MethodGet, "/v1/events", s.handleEvents, routeObserver|routeList|routeLimited)
@@ -385,7 +392,7 @@ func (s *Server) routes() {
 // operatorRoutes registers what the operator reads rather than calls: the
 // metrics, the API's own description and the supervision console.
 func (s *Server) operatorRoutes() {
-	s.handle(http.MethodGet, "/v1/metrics", s.handlePrometheus, routeObserver)
+	s.handle(http.MethodGet, "/v1/metrics", s.handlePrometheus, routeObserver|routeQuiet)
 	s.handle(http.MethodGet, "/v1/openapi.json", s.handleOpenAPI, routePublic)
 	s.consoleRoutes()
 }
@@ -450,6 +457,10 @@ const (
 	// so that it never waits behind readers (GET /v1/health, POST
 	// /v1/node/proof).
 	routeNoBudget
+	// routeQuiet logs the route's requests at Debug rather than Info: probes
+	// and scrapes, which come every few seconds and say nothing new
+	// (requestlog.go).
+	routeQuiet
 )
 
 // handle registers h. The timeout is outermost so that authentication, including
@@ -496,19 +507,21 @@ func (s *Server) handle(method, path string, h handler, flags routeFlags) {
 	case flags&routeStreaming == 0:
 		next = s.withTimeoutOf(func() time.Duration { return s.handlerTimeout }, budget, next)
 	}
-	s.router.Handle(method, path, s.named(method, path, next))
+	quiet := flags&routeQuiet != 0
+	s.router.Handle(method, path, s.named(method, path, quiet, next))
 	s.routeTable = append(s.routeTable, method+" "+path)
 	if method == http.MethodGet {
 		// HEAD is GET without the body (RFC 9110 §9.3.2); net/http drops what the
 		// handler writes, so the headers, Content-Length included, are GET's.
-		s.router.Handle(http.MethodHead, path, s.named(http.MethodHead, path, next))
+		s.router.Handle(http.MethodHead, path, s.named(http.MethodHead, path, quiet, next))
 	}
 }
 
 // named tells the request log which route serves the request, so that the
-// metrics are labelled with the pattern, never the path itself.
-func (s *Server) named(method, path string, next httprouter.Handle) httprouter.Handle {
+// metrics and the log name the pattern, never the path itself.
+func (s *Server) named(method, path string, quiet bool, next httprouter.Handle) httprouter.Handle {
 	rm := s.metrics.route(method, path)
+	rm.quiet = quiet
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		if rec, ok := w.(*statusRecorder); ok {
 			rec.route = rm
@@ -568,6 +581,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("serve http: %w", err)
 	case <-ctx.Done():
 	}
+	s.stopping.Store(true)
 	// WebSocket streams run on hijacked connections, which Shutdown neither
 	// closes nor waits for: they are told to close (1001) first, and waited
 	// for below with the other handlers.

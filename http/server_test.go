@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -128,11 +130,18 @@ func TestHandlerTimeout(t *testing.T) {
 	}
 }
 
+// TestRequestLog: every request is logged once answered, at Info (probes and
+// scrapes at Debug), with its method, route pattern, status, duration, remote
+// address and the request id its response carries; never a token, a header
+// or the path a client chose.
 func TestRequestLog(t *testing.T) {
 	var logs logBuffer
 	n := newTestNodeWith(t, func(o *Options) { o.Logger = debugLogger(&logs) }, nil)
-	n.request(http.MethodGet, "/v1/events?limit=5&token=query-secret", testToken, nil)
-	n.request(http.MethodGet, "/v1/state", "bad-secret", nil)
+	var answers []response
+	answers = append(answers, n.request(http.MethodGet, "/v1/events?limit=5&token=query-secret", testToken, nil))
+	answers = append(answers, n.request(http.MethodGet, "/v1/state", "bad-secret", nil, "X-Request-Id", "client-id-7f3a"))
+	answers = append(answers, n.request(http.MethodGet, "/v1/no-such-route/x", testToken, nil, "X-Request-Id", "not sane\tid"))
+	answers = append(answers, n.request(http.MethodGet, "/v1/health", "", nil, "X-Request-Id", strings.Repeat("a", 129)))
 
 	var found []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
@@ -144,21 +153,60 @@ func TestRequestLog(t *testing.T) {
 			found = append(found, m)
 		}
 	}
-	if len(found) != 2 {
-		t.Fatalf("%d request log lines, want 2:\n%s", len(found), logs.String())
+	if len(found) != len(answers) {
+		t.Fatalf("%d request log lines, want %d:\n%s", len(found), len(answers), logs.String())
 	}
+	ids := map[string]bool{}
 	for i, want := range []struct {
-		path   string
-		status float64
-	}{{"/v1/events", 200}, {"/v1/state", 401}} {
-		m := found[i]
-		if m["level"] != "DEBUG" || m["method"] != "GET" || m["path"] != want.path || m["status"] != want.status || m["duration"] == nil {
-			t.Errorf("log line %v, want DEBUG GET %s %v with a duration", m, want.path, want.status)
+		level, route string
+		status       float64
+		id           string // "" for one the server makes
+	}{
+		{"INFO", "/v1/events", 200, ""},
+		{"INFO", "/v1/state", 401, "client-id-7f3a"},
+		{"INFO", "unmatched", 404, ""},
+		{"DEBUG", "/v1/health", 200, ""},
+	} {
+		m, id := found[i], answers[i].header.Get("X-Request-Id")
+		if m["level"] != want.level || m["method"] != "GET" || m["route"] != want.route || m["status"] != want.status ||
+			m["duration"] == nil || !strings.HasPrefix(fmt.Sprint(m["remote"]), "127.0.0.1:") || m["path"] != nil {
+			t.Errorf("log line %v, want %s GET %s %v with a duration and the remote address", m, want.level, want.route, want.status)
+		}
+		if id == "" || m["request_id"] != id || (want.id != "" && id != want.id) || ids[id] {
+			t.Errorf("request %d: X-Request-Id %q, logged %v, want %q or a new one", i, id, m["request_id"], want.id)
+		}
+		ids[id] = true
+	}
+	for _, secret := range []string{testToken, "query-secret", "bad-secret", "Bearer", "Authorization"} {
+		if strings.Contains(logs.String(), secret) {
+			t.Errorf("log contains %q:\n%s", secret, logs.String())
 		}
 	}
-	for _, secret := range []string{testToken, "query-secret", "bad-secret"} {
-		if strings.Contains(logs.String(), secret) {
-			t.Errorf("log contains %q", secret)
+}
+
+// TestRequestLogInfoOnly: at the default level the probes are not logged,
+// and every other request is.
+func TestRequestLogInfoOnly(t *testing.T) {
+	var logs logBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	n := newTestNodeWith(t, func(o *Options) { o.Logger = logger }, nil)
+	n.request(http.MethodGet, "/v1/health", "", nil)
+	n.request(http.MethodGet, "/v1/ready", "", nil)
+	r := n.request(http.MethodGet, "/v1/state", testToken, nil)
+	out := logs.String()
+	if strings.Count(out, `msg="http request"`) != 1 || !strings.Contains(out, "route=/v1/state") ||
+		!strings.Contains(out, "request_id="+r.header.Get("X-Request-Id")) {
+		t.Errorf("log at Info:\n%s", out)
+	}
+}
+
+func TestSaneRequestID(t *testing.T) {
+	for id, want := range map[string]bool{
+		"": false, "0190c5f4-0000-7000-8000-000000000000": true, "00-4bf92f3577b34da6-01": true,
+		"a b": false, "a\"b": false, "é": false, strings.Repeat("x", 128): true, strings.Repeat("x", 129): false,
+	} {
+		if got := saneRequestID(id); got != want {
+			t.Errorf("saneRequestID(%q) = %v", id, got)
 		}
 	}
 }

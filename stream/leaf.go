@@ -44,6 +44,12 @@ func (s *Server) pollLeafs(interval time.Duration, onPeer func(PeerChange)) {
 	}
 }
 
+// leafLink is a leaf connection that is up, and when it was first seen.
+type leafLink struct {
+	PeerChange
+	since time.Time
+}
+
 // leafChanges compares the server's leaf connections with the last look.
 func (s *Server) leafChanges() []PeerChange {
 	lz, err := s.ns.Leafz(nil)
@@ -51,32 +57,63 @@ func (s *Server) leafChanges() []PeerChange {
 		s.log.Warn("list nats leaf links", "err", err)
 		return nil
 	}
-	now := make(map[uint64]PeerChange, len(lz.Leafs))
+	seen := time.Now().UTC()
+	now := make(map[uint64]leafLink, len(lz.Leafs))
 	for _, l := range lz.Leafs {
-		now[l.ID] = PeerChange{
+		now[l.ID] = leafLink{PeerChange: PeerChange{
 			Connected: true,
 			Kind:      PeerKindLeaf,
 			Remote:    net.JoinHostPort(l.IP, strconv.Itoa(l.Port)),
 			ServerID:  serverIDOf(l.Name),
 			Name:      l.Name,
-		}
+		}, since: seen}
 	}
 	var changes []PeerChange
+	kept := false // a link up at the last look is still up
 	s.mu.Lock()
 	for id, c := range s.leafs {
 		if _, ok := now[id]; !ok {
 			c.Connected = false
-			changes = append(changes, c)
+			changes = append(changes, c.PeerChange)
+		} else {
+			now[id] = c // keeps its since
+			kept = true
 		}
 	}
 	for id, c := range now {
 		if _, ok := s.leafs[id]; !ok {
-			changes = append(changes, c)
+			changes = append(changes, c.PeerChange)
 		}
+	}
+	// A link that dropped and came back between two looks went down and up.
+	if (len(s.leafs) > 0) != (len(now) > 0) || len(now) > 0 && !kept {
+		s.leafSince = seen
 	}
 	s.leafs = now
 	s.mu.Unlock()
 	return changes
+}
+
+// LeafLink is the state of the configured leaf link (Options.LeafURL).
+type LeafLink struct {
+	// Remote is the configured host:port, without credentials, whatever
+	// address the link is up to: a label that stays put for a metric.
+	Remote string
+	Up     bool
+	// Since is when the link last went up or down; the server's start while
+	// it has never been up.
+	Since time.Time
+}
+
+// LeafLink reports the configured leaf link as of the last look (every
+// Options.LeafPoll); false without Options.LeafURL.
+func (s *Server) LeafLink() (LeafLink, bool) {
+	if s.leafRemote == "" {
+		return LeafLink{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return LeafLink{Remote: s.leafRemote, Up: len(s.leafs) > 0, Since: s.leafSince}, true
 }
 
 // serverIDOf: a NATS server without a configured server_name goes by its

@@ -46,9 +46,14 @@ func TestLeafNodeCarriesEventsToHub(t *testing.T) {
 		t.Fatalf("link up reported as %+v; want connected leaf to %s with the hub's id as name", up, hubAddr)
 	}
 	st := n.st.Status()
-	if len(st.Leafs) != 1 || !st.Leafs[0].Connected || st.Leafs[0].Remote != hubAddr {
+	if len(st.Leafs) != 1 || !st.Leafs[0].Connected || st.Leafs[0].Remote != hubAddr || st.Leafs[0].Since.IsZero() {
 		t.Fatalf("status leafs %+v", st.Leafs)
 	}
+	link, ok := n.st.LeafLink()
+	if !ok || !link.Up || link.Remote != hubAddr || !link.Since.Equal(st.Leafs[0].Since) {
+		t.Fatalf("leaf link %+v %v while up; status %+v", link, ok, st.Leafs)
+	}
+	upSince := link.Since
 
 	nc, err := nats.Connect(hub.ClientURL)
 	if err != nil {
@@ -151,15 +156,23 @@ func TestLeafNodeCarriesEventsToHub(t *testing.T) {
 	if down.Connected || down.Remote != up.Remote || down.Name != up.Name {
 		t.Fatalf("link down reported as %+v after %+v", down, up)
 	}
-	if st := n.st.Status(); len(st.Leafs) != 1 || st.Leafs[0].Connected {
-		t.Fatalf("status leafs while the hub is down: %+v", st.Leafs)
+	if st := n.st.Status(); len(st.Leafs) != 1 || st.Leafs[0].Connected || !st.Leafs[0].Since.After(upSince) {
+		t.Fatalf("status leafs while the hub is down: %+v (up since %v)", st.Leafs, upSince)
 	}
+	link, _ = n.st.LeafLink()
+	if link.Up || link.Remote != hubAddr || !link.Since.After(upSince) {
+		t.Fatalf("leaf link %+v while the hub is down", link)
+	}
+	downSince := link.Since
 	n.appendN(t, "test.hub_down", 3) // the log does not care
 
 	hub.Restart()
 	waitFor(t, "the leaf link to come back", func() bool { return len(p.list()) == 3 })
 	if again := p.list()[2]; !again.Connected || again.Remote != up.Remote {
 		t.Fatalf("link back reported as %+v", again)
+	}
+	if link, _ := n.st.LeafLink(); !link.Up || !link.Since.After(downSince) {
+		t.Fatalf("leaf link %+v once back (down since %v)", link, downSince)
 	}
 	for _, c := range p.list() {
 		if strings.Contains(c.Remote+c.Name+c.ServerID, "s3cret") {

@@ -107,7 +107,10 @@ type Server struct {
 	mu     sync.Mutex
 	closed bool
 	subs   map[*Subscription]struct{}
-	leafs  map[uint64]PeerChange // the leaf links that are up, by NATS connection id
+	leafs  map[uint64]leafLink // the leaf links that are up, by NATS connection id
+	// leafSince is when the configured leaf link last went up or down, the
+	// server's start while it has never been up.
+	leafSince time.Time
 
 	stopPoll  chan struct{}
 	pollDone  chan struct{}
@@ -160,7 +163,7 @@ func Start(opts Options) (*Server, error) {
 		events:   EventSubject(opts.NodeDID, ""),
 		log:      logger,
 		subs:     map[*Subscription]struct{}{},
-		leafs:    map[uint64]PeerChange{},
+		leafs:    map[uint64]leafLink{},
 		stopPoll: make(chan struct{}),
 		pollDone: make(chan struct{}),
 	}
@@ -193,6 +196,7 @@ func Start(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.ns, s.started = ns, time.Now().UTC()
+	s.leafSince = s.started
 	if s.pub, err = s.connect(publisherName, password); err == nil {
 		s.sub, err = s.connect(subscriberName, password)
 	}

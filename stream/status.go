@@ -39,6 +39,10 @@ type LeafStatus struct {
 	Remote    string `json:"remote"`
 	Connected bool   `json:"connected"`
 	Name      string `json:"name,omitempty"`
+	// Since is when the link came up, while it is up; when it went down, or
+	// the server started if it never came up, while it is down. It moves at
+	// the leaf poll (Options.LeafPoll), so it is within a second of the fact.
+	Since time.Time `json:"since"`
 }
 
 // Status reports the server now. Leafs is never nil.
@@ -61,11 +65,11 @@ func (s *Server) Status() Status {
 	s.mu.Lock()
 	st.StreamClients = len(s.subs)
 	for _, l := range s.leafs {
-		st.Leafs = append(st.Leafs, LeafStatus{Remote: l.Remote, Connected: true, Name: l.Name})
+		st.Leafs = append(st.Leafs, LeafStatus{Remote: l.Remote, Connected: true, Name: l.Name, Since: l.since})
+	}
+	if s.leafRemote != "" && len(st.Leafs) == 0 {
+		st.Leafs = append(st.Leafs, LeafStatus{Remote: s.leafRemote, Since: s.leafSince})
 	}
 	s.mu.Unlock()
-	if s.leafRemote != "" && len(st.Leafs) == 0 {
-		st.Leafs = append(st.Leafs, LeafStatus{Remote: s.leafRemote})
-	}
 	return st
 }

@@ -19,13 +19,17 @@ type Main struct {
 	Stderr io.Writer
 	// Getenv reads the environment (CIVNODE_DATA_DIR).
 	Getenv func(string) string
+	// LookupEnv reads the environment where a variable set to "" differs
+	// from one not set (serve's CIVNODE_* variables); nil: Getenv, where
+	// empty means unset.
+	LookupEnv func(string) (string, bool)
 	// HomeDir locates ~ for the default data dir.
 	HomeDir func() (string, error)
 }
 
 // NewMain returns a Main wired to the process's standard streams and environment.
 func NewMain() *Main {
-	return &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, HomeDir: os.UserHomeDir}
+	return &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, LookupEnv: os.LookupEnv, HomeDir: os.UserHomeDir}
 }
 
 // Run parses args (without the program name) and runs one subcommand until it
@@ -40,13 +44,18 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	root.SetIn(m.Stdin)
 	root.SetOut(m.Stdout)
 	root.SetErr(m.Stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	var rep *reportedError
 	switch {
 	case err == nil:
 	case errors.As(err, &rep):
 	case isUsage(err):
-		fmt.Fprintf(m.Stderr, "civnode: %v\nRun 'civnode --help' for usage.\n", err)
+		// The help of the command that was misused, which lists its flags.
+		path := root.CommandPath()
+		if cmd != nil {
+			path = cmd.CommandPath()
+		}
+		fmt.Fprintf(m.Stderr, "civnode: %v\nRun '%s --help' for usage.\n", err, path)
 	default:
 		fmt.Fprintf(m.Stderr, "civnode: %v\n", err)
 	}
@@ -55,7 +64,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 
 // globals holds the flags every subcommand shares.
 type globals struct {
-	logLevel string
+	logLevel  string
+	logFormat string
 }
 
 func (m *Main) newRootCommand() *cobra.Command {
@@ -86,9 +96,12 @@ subcommands verify, export and replay that chain.`,
 		SilenceErrors:              true,
 		SuggestionsMinimumDistance: 2,
 		SilenceUsage:               true,
-		CompletionOptions:          cobra.CompletionOptions{DisableDefaultCmd: true},
+		Version:                    readBuildInfo().String(),
 	}
+	// cobra prints "civnode version X"; the version line already names civnode.
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level on stderr: debug, info, warn or error")
+	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text (key=value) or json (one object a line)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
 		m.newServeCommand(g),
@@ -106,15 +119,24 @@ subcommands verify, export and replay that chain.`,
 		m.newVersionCommand(),
 		m.newBenchCommand(g),
 		m.newRegistryDevCommand(g),
+		m.newManCommand(),
 	)
 	return root
 }
 
-// logger returns the text logger on stderr at the level --log-level names.
+// logger returns the logger on stderr at the level --log-level names, in the
+// format --log-format names.
 func (m *Main) logger(g *globals) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(g.logLevel)); err != nil {
 		return nil, usageErrorf("--log-level %q: want debug, info, warn or error", g.logLevel)
 	}
-	return slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: level})), nil
+	opts := &slog.HandlerOptions{Level: level}
+	switch g.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(m.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(m.Stderr, opts)), nil
+	}
+	return nil, usageErrorf("--log-format %q: want text or json", g.logFormat)
 }

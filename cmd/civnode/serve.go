@@ -100,6 +100,9 @@ memory at once; a read over it waits up to a second, then is answered 503 busy
 with Retry-After (health and the node proof are never held back). Every limit is listed in docs/limits.md.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := m.applyServeSources(cmd.Flags()); err != nil {
+				return err
+			}
 			if err := cfg.check(); err != nil {
 				return err
 			}
@@ -111,6 +114,7 @@ with Retry-After (health and the node proof are never held back). Every limit is
 		},
 	}
 	f := cmd.Flags()
+	f.String(configFlag, "", "read settings from the YAML `FILE`: serve's flag names as keys; a flag or a CIVNODE_* variable wins over it (docs/running.md)")
 	f.StringVar(&cfg.dataDir, "data-dir", "", datadir.Help)
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "listen address HOST:PORT; port 0 picks a free port")
 	f.StringSliceVar(&cfg.governs, "governs", []string{"genesis"}, "subnets this node is the governance actor for, comma separated")
@@ -232,6 +236,10 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 	logNATS(logger, st.Status())
 	// Before the log and the registry client, which report into it.
 	metrics := civhttp.NewMetrics()
+	build := readBuildInfo()
+	if err := metrics.SetBuildInfo(build.Version, build.Commit, build.GoVersion); err != nil {
+		return err
+	}
 	registry, err := openRegistry(dir, cfg.registryURL, key, logger, metrics.ObserveRegistry)
 	if err != nil {
 		return err
@@ -323,6 +331,18 @@ func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) 
 		ln.Close()
 		return fmt.Errorf("print listening line: %w", err)
 	}
+	// A service manager (systemd, Type=notify) learns that the node serves,
+	// and, once ctx is done, that it is stopping; a failed notice is logged,
+	// not fatal: the node serves all the same.
+	if err := m.notifyServiceManager("READY=1\nSTATUS=serving on " + addr); err != nil {
+		logger.Warn("sd_notify", "err", err)
+	}
+	stopNotice := context.AfterFunc(ctx, func() {
+		if err := m.notifyServiceManager("STOPPING=1"); err != nil {
+			logger.Warn("sd_notify", "err", err)
+		}
+	})
+	defer stopNotice()
 
 	// Serve returns nil once ctx is done and in-flight requests have finished;
 	// the stream's WebSocket clients are closed by then, and the stream server
