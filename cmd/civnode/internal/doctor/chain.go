@@ -32,8 +32,9 @@ const netTimeout = 5 * time.Second
 // chainFix is what to do about a chain that does not verify or a store that
 // cannot be read (docs/verifying.md §5).
 func (d *checker) chainFix() string {
-	return "keep " + shellQuote(string(d.dir)) + " as it is for inspection and restore the data dir from a backup, " +
-		"or rebuild it from an export you trust (docs/verifying.md §5); never delete a file the message names"
+	return "keep " + shellQuote(string(d.dir)) + " as it is for inspection and restore the data dir from a backup " +
+		"into a new one (civnode restore BACKUP --data-dir NEW), or rebuild it from an export you trust " +
+		"(civnode import BUNDLE --key node.key --data-dir NEW; docs/operations.md); never delete a file the message names"
 }
 
 // checkStore opens the event log of a stopped node and checks its chain and
