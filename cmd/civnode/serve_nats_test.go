@@ -108,6 +108,20 @@ func TestServeNATSForgeriesReachNoPortClient(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// The node records the link as a peer.connected event after its status
+	// says connected; wait for it, so that the port client's first message
+	// below can only be the mission or a forgery.
+	for {
+		var peers eventsBody
+		getJSON(t, p.url+"/v1/events?type=peer.connected", p.token, 200, &peers)
+		if len(peers.Events) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no peer.connected event for the leaf link\nstderr:\n%s", p.stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 
 	hc, err := nats.Connect(hub.ClientURL)
 	if err != nil {
