@@ -47,8 +47,9 @@ type node struct {
 func startNode(ctx context.Context, binary, dir string) (*node, error) {
 	n := &node{dir: dir, stderr: &tailBuffer{max: 16 << 10}, exited: make(chan struct{})}
 	lw := &listenWriter{found: make(chan string, 1)}
-	// --log-level warn: the node logs every request at debug and its start and
-	// stop at info, which would only fill the tail kept for error messages.
+	// --log-level warn: the node logs every request, its start and its stop at
+	// info, which would cost the measured node a write per request and only
+	// fill the tail kept for error messages.
 	n.cmd = exec.Command(binary, "serve", "--data-dir", dir, "--addr", "127.0.0.1:0", "--log-level", "warn")
 	n.cmd.Stdout = lw
 	n.cmd.Stderr = n.stderr
