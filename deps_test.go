@@ -37,6 +37,10 @@ var ownImports = map[string][]string{
 	// docs/examples holds programs an observer copies: they may lean on
 	// nothing of ours.
 	"docs": {},
+	// bench/peers holds harnesses that measure other systems beside the
+	// node, each a module of its own so that no peer becomes a dependency:
+	// they lean on nothing of ours.
+	"bench": {},
 }
 
 // thirdParty keeps heavy dependencies at the edge that wraps them.
