@@ -33,7 +33,11 @@ to its arrival. With --hostile, 150 missions completed with ~1 MiB results are
 read in full pages by 8, then 32, then 128 clients, each level for
 --hostile-duration, while 3 raw connections ask for a full page and never read
 it and GET /v1/health is polled; each level's peak RSS rise over the filled
-node is printed beside the block cache plus the response budget.
+node is printed beside the block cache plus the response budget. With
+--peer etcd, rounds of the node's 64-client creates alternate with etcd's Put
+over gRPC from 64 goroutines (etcd v3.7.3 embedded, fsync on, built with go
+from bench/peers/etcdput of the source tree bench runs in), and the medians are
+printed side by side.
 
 --node URL loads a running node on loopback instead (owner token from --token
 or --token-file); the figures that need the process (restart, RSS, verify) are
@@ -82,5 +86,9 @@ asserted.`,
 	f.DurationVar(&cfg.HostileDuration, "hostile-duration", 10*time.Second, "length of each reader level of the hostile phase")
 	f.StringVar(&cfg.TmpDir, "tmp", "", "parent `DIR` of the temporary data dirs (default $TMPDIR)")
 	f.BoolVar(&cfg.StreamOnly, "stream-only", false, "run only the stream phase, after the sign and synced-write limits and the fill")
+	f.StringSliceVar(&cfg.Peers, "peer", nil, "measure `SYSTEM` beside the node's 64-client creates, alternating with them: etcd "+
+		"(Put over gRPC, fsync on, built with go from bench/peers/etcdput of the source tree bench runs in)")
+	f.IntVar(&cfg.PeerRounds, "peer-rounds", 3, "rounds of node creates then peer writes; the figures are their medians")
+	f.IntVar(&cfg.PeerPuts, "peer-puts", 20000, "writes to the peer in a round")
 	return cmd
 }

@@ -48,6 +48,12 @@ type Config struct {
 	// StreamOnly runs only the stream phase, after the sign and
 	// synced-write limits and the fill.
 	StreamOnly bool
+	// Peers are the systems measured beside the node's 64-client creates,
+	// PeerRounds rounds alternating with them, PeerPuts writes a round:
+	// "etcd" is the one there is (peer_etcd.go).
+	Peers      []string
+	PeerRounds int
+	PeerPuts   int
 
 	// Logger gets the progress of the phases.
 	Logger *slog.Logger
@@ -80,6 +86,9 @@ func (cfg *Config) Check() error {
 		return errors.New("give --token or --token-file, not both")
 	case cfg.Node != "" && cfg.Token == "" && cfg.TokenFile == "":
 		return errors.New("--node needs the node's owner token: --token or --token-file")
+	}
+	if err := cfg.checkPeers(); err != nil {
+		return err
 	}
 	if cfg.Node != "" {
 		u, err := url.Parse(cfg.Node)
@@ -162,6 +171,9 @@ func Run(ctx context.Context, cfg Config) (res *Results, err error) {
 		return nil, err
 	}
 	if err := b.createRates(ctx); err != nil {
+		return nil, err
+	}
+	if err := b.peerPhase(ctx); err != nil {
 		return nil, err
 	}
 	if b.node != nil {

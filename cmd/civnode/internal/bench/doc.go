@@ -8,7 +8,11 @@
 // temporary data dir (or loads [Config.Node]), fills it, and runs the timed
 // phases: creates, verify and restart, readers of GET /v1/events, WebSocket
 // stream delivery and, with [Config.Hostile], full-page readers beside
-// clients that never read. It samples the node's RSS from /proc.
+// clients that never read. It samples the node's RSS from /proc. With
+// [Config.Peers] naming etcd, rounds of the node's 64-client creates
+// alternate with etcd's Put over gRPC, measured by the separate module in
+// bench/peers/etcdput, which Run builds with the go tool and runs as a
+// subprocess; without the go tool or etcd's modules the rows are skipped.
 //
 // The figures are measurements, not properties: bench reports every one and
 // asserts none. [Results] prints them as one JSON object of numbers

@@ -23,6 +23,7 @@ type row struct {
 	target  string
 	managed bool // measured only on a node bench started (not with --node)
 	hostile bool // measured only with --hostile
+	peer    bool // measured only with --peer
 }
 
 // contextKeys are figures that describe the run rather than measure the node.
@@ -63,7 +64,7 @@ var baseRows = []row{
 }
 
 // rows are the rows of the report, in order.
-var rows = slices.Concat(baseRows, hostileRows())
+var rows = slices.Concat(baseRows, peerRows, hostileRows())
 
 // hostileRows are the hostile phase's: what it filled and the allowance, then a
 // section for each of hostileLevels.
@@ -177,7 +178,7 @@ func (r *Results) WriteTable(w io.Writer) error {
 	}
 	var t textTable
 	for _, br := range rows {
-		if br.hostile && !cfg.Hostile {
+		if br.hostile && !cfg.Hostile || br.peer && len(cfg.Peers) == 0 {
 			continue
 		}
 		if br.section != "" {
