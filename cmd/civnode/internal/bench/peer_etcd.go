@@ -82,7 +82,7 @@ func (b *harness) peerPhase(ctx context.Context) error {
 		}
 		civ, civP99 = append(civ, res.opsPerSecond()), append(civP99, res.quantile(0.99))
 		b.log.Info("bench: beside etcd: etcd Put", "round", round+1, "clients", writers, "puts", b.cfg.PeerPuts)
-		er, err := runPeerBinary(ctx, bin, b.tmp, b.cfg.PeerPuts, writers)
+		er, err := runEtcdPeer(ctx, bin, b.tmp, b.cfg.PeerPuts, writers)
 		if err != nil {
 			return err
 		}
@@ -141,16 +141,6 @@ type peerUnavailableError struct{ why string }
 
 func (e peerUnavailableError) Error() string { return e.why }
 
-// runEtcdPeer builds the etcd harness into dir and runs it once: n Puts from
-// clients goroutines, etcd's data dir under dir.
-func runEtcdPeer(ctx context.Context, dir string, n, clients int) (peerResult, error) {
-	bin := filepath.Join(dir, "etcdput")
-	if err := buildEtcdPeer(ctx, bin); err != nil {
-		return peerResult{}, err
-	}
-	return runPeerBinary(ctx, bin, dir, n, clients)
-}
-
 // etcdPeerModule is the harness's module path, which its go.mod names.
 const etcdPeerModule = "github.com/civnode/civnode/bench/peers/etcdput"
 
@@ -197,9 +187,10 @@ func etcdPeerSource() (string, error) {
 	}
 }
 
-// runPeerBinary runs a built harness once, its data under dir, and reads the
-// JSON line it prints.
-func runPeerBinary(ctx context.Context, bin, dir string, n, clients int) (peerResult, error) {
+// runEtcdPeer runs the harness built at bin once: n Puts from clients
+// goroutines, etcd's data under dir. It reads the JSON line the harness
+// prints.
+func runEtcdPeer(ctx context.Context, bin, dir string, n, clients int) (peerResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-n", strconv.Itoa(n), "-c", strconv.Itoa(clients),

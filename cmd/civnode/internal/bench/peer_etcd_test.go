@@ -72,6 +72,14 @@ func TestEtcdPeerHarness(t *testing.T) {
 	if _, err := parsePeerLine(stdout.Bytes()); err != nil {
 		t.Error(err)
 	}
+	// As bench runs it: the Puts, the goroutines and the mission body's size.
+	r, err := runEtcdPeer(ctx, bin, tmp, 200, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.N != 200 || r.Clients != 8 || r.Conns != etcdPeerConns || r.ValueBytes != len(missionBody()) {
+		t.Errorf("runEtcdPeer(n 200, clients 8) = %+v", r)
+	}
 	if left, err := os.ReadDir(tmp); err != nil || len(left) != 0 {
 		t.Errorf("etcdput left %v in its temporary dir (err %v)", left, err)
 	}
