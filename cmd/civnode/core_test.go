@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/eventlog"
@@ -28,7 +29,7 @@ func TestServerOptionsCarryTheWholeCore(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	o := reflect.ValueOf(serverOptions(c, civhttp.Options{}))
+	o := reflect.ValueOf(localnode.ServerOptions(c, civhttp.Options{}))
 	cv := reflect.ValueOf(c).Elem()
 	carried := 0
 	for i := range cv.NumField() {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/civnode/internal/doctor"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/commands/servicenet"
 	civhttp "github.com/civnode/civnode/http"
 )
@@ -62,7 +63,7 @@ mistake on the command line. --json prints the report as one JSON object
 			if err != nil {
 				return err
 			}
-			addr, err := hostPort(addrFlag)
+			addr, err := localnode.HostPort(addrFlag)
 			if err != nil {
 				return usageErrorf("--addr %q: %w", addrFlag, err)
 			}
@@ -99,7 +100,7 @@ mistake on the command line. --json prints the report as one JSON object
 	f := cmd.Flags()
 	f.StringVar(&dataDirFlag, "data-dir", "", datadir.Help)
 	f.StringVar(&addrFlag, "addr", "127.0.0.1:7777", "the node's listen address HOST:PORT, as given to serve")
-	f.StringVar(&registryURL, "registry-url", DefaultRegistryURL, "the agent registry the node proxies (`URL`; \"\": none), as given to serve")
+	f.StringVar(&registryURL, "registry-url", localnode.DefaultRegistryURL, "the agent registry the node proxies (`URL`; \"\": none), as given to serve")
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	return cmd
 }
@@ -110,7 +111,7 @@ type channelNode struct{ ch *civhttp.Client }
 // reachNode opens the owner's channel to the node running on dir, without
 // logging how it got there.
 func reachNode(ctx context.Context, dir datadir.Dir, addr string) (doctor.Node, error) {
-	ch, err := openNodeChannel(ctx, dir, addr, slog.New(slog.DiscardHandler))
+	ch, err := localnode.Dial(ctx, dir, addr, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, err
 	}

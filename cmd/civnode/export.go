@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/eventlog"
 )
 
@@ -51,7 +52,7 @@ func (m *Main) export(ctx context.Context, flag string, logger *slog.Logger) (er
 	if err != nil {
 		return err
 	}
-	chain, err := openChain(dir, logger)
+	chain, err := localnode.OpenChain(dir, logger)
 	if errors.Is(err, datadir.ErrInUse) {
 		return fmt.Errorf("%w; a running node serves its export at GET /v1/events/export", err)
 	}

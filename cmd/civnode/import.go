@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/cmd/core"
 )
 
@@ -76,7 +77,7 @@ func (m *Main) importBundle(ctx context.Context, src, keyFile, flag, published s
 	if err := datadir.WriteNodeKey(dir.KeyPath(), key); err != nil {
 		return err
 	}
-	node, err := openCore(ctx, dir, key, core.Config{Keys: keystore(dir)}, logger, logHooks{ingest: true})
+	node, err := localnode.Open(ctx, dir, key, core.Config{Keys: localnode.Keystore(dir)}, logger, localnode.Hooks{Ingest: true})
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/commands"
 	civhttp "github.com/civnode/civnode/http"
 	"github.com/civnode/civnode/oraclesock"
@@ -382,12 +383,7 @@ func printJSONLine(w io.Writer, v any) error {
 	return nil
 }
 
-// withOracle runs do on the oracle of the data dir: through the oracle socket
-// of the node running on it, or, when none answers there, on the data dir
-// itself. The socket is tried first, so that while a node runs this process
-// never opens its database. A node that holds the database without an oracle
-// socket (a killed node's stale socket is refused, one too long a path is
-// never made) leaves nothing to do but say so.
+// withOracle runs do on the oracle of the data dir (localnode.OpenOracle).
 func (m *Main) withOracle(ctx context.Context, g *globals, cfg *oracleConfig, do func(context.Context, oraclesock.Service) error) (err error) {
 	logger, err := m.logger(g)
 	if err != nil {
@@ -397,25 +393,14 @@ func (m *Main) withOracle(ctx context.Context, g *globals, cfg *oracleConfig, do
 	if err != nil {
 		return err
 	}
-	sock := dir.OracleSocketPath()
-	client, dialErr := oraclesock.Dial(ctx, sock)
-	if dialErr == nil {
-		defer client.Close()
-		logger.Debug("a node runs on the data dir; using its oracle socket", "path", sock)
-		return do(ctx, client)
-	}
-	logger.Debug("no node answers on the oracle socket; opening the data dir", "path", sock, "err", dialErr)
-	node, err := openExistingCore(ctx, dir, logger)
-	if errors.Is(err, datadir.ErrInUse) {
-		return fmt.Errorf("%w, but its oracle socket %s cannot be reached (%w); the node's log says why it serves none", err, sock, dialErr)
-	}
+	svc, closeSvc, err := localnode.OpenOracle(ctx, dir, logger)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := node.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close event log: %w", cerr)
+		if cerr := closeSvc(); cerr != nil && err == nil {
+			err = cerr
 		}
 	}()
-	return do(ctx, coreOracle{node})
+	return do(ctx, svc)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/eventlog/events"
@@ -39,7 +40,7 @@ func newOracleFixture(t *testing.T, tmp string) *oracleFixture {
 	startNode(t, dir).stop(t)
 	f := &oracleFixture{dir: dir, dids: map[string]string{}, salts: map[string]string{}}
 	ctx := context.Background()
-	node, err := openExistingCore(ctx, datadir.Dir(dir), discardLogger())
+	node, err := localnode.OpenExisting(ctx, datadir.Dir(dir), discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +386,7 @@ func TestOraclePullRefusesForgedFeed(t *testing.T) {
 	forged := events.OracleFeedPublished{Feed: "wx.lisbon", Publisher: "ada", PublisherDID: f.dids["ada"], Version: 2, Price: 2,
 		Payload:   json.RawMessage(`{"temp_c":45}`),
 		Signature: base64.StdEncoding.EncodeToString(ed25519.Sign(f.agentKey(t, "ada"), signed))}
-	node, err := openExistingCore(context.Background(), datadir.Dir(f.dir), discardLogger())
+	node, err := localnode.OpenExisting(context.Background(), datadir.Dir(f.dir), discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

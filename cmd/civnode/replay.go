@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/projections"
@@ -51,7 +52,7 @@ func (m *Main) replay(ctx context.Context, flag string, logger *slog.Logger) (er
 	if err != nil {
 		return err
 	}
-	node, err := openExistingCore(ctx, dir, logger)
+	node, err := localnode.OpenExisting(ctx, dir, logger)
 	if errors.Is(err, datadir.ErrInUse) {
 		return fmt.Errorf("%w; stop the node first", err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/civnode/civnode/cmd/civnode/internal/backup"
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/eventlog"
 )
@@ -77,7 +78,7 @@ func (m *Main) restore(ctx context.Context, src, flag, published string, logger 
 	if err != nil {
 		return fmt.Errorf("restore %s: %w", src, err)
 	}
-	node, err := openExistingCore(ctx, dir, logger)
+	node, err := localnode.OpenExisting(ctx, dir, logger)
 	if err != nil {
 		return m.invalid(err)
 	}

@@ -104,7 +104,7 @@ subcommands verify, export and replay that chain.`,
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format on stderr: text (key=value) or json (one object a line)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
-		m.newServeCommand(g),
+		newServeCommand(m, g),
 		m.newVerifyCommand(g),
 		m.newDoctorCommand(g),
 		m.newExportCommand(g),

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -10,10 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/admin"
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
-	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/commands"
-	civhttp "github.com/civnode/civnode/http"
 )
 
 // tokenConfig is the command line shared by the token subcommands.
@@ -22,14 +20,7 @@ type tokenConfig struct {
 	addr    string
 }
 
-// tokenAdmin is what the token subcommands do, either offline on the data dir
-// (offlineTokens) or through a running node's admin endpoints (onlineTokens).
-type tokenAdmin interface {
-	Create(ctx context.Context, kind, publicID string) (commands.IssuedToken, error)
-	Rotate(ctx context.Context, id string) (commands.IssuedToken, error)
-	Revoke(ctx context.Context, id string) (commands.Token, error)
-	List(ctx context.Context) ([]commands.Token, error)
-}
+type tokenAdmin = admin.Tokens
 
 func (m *Main) newTokenCommand(g *globals) *cobra.Command {
 	var cfg tokenConfig
@@ -154,17 +145,12 @@ func (m *Main) newTokenListCommand(g *globals, cfg *tokenConfig) *cobra.Command 
 // withTokenAdmin runs do against the running node of the data dir if there is
 // one, else against the data dir itself.
 func (m *Main) withTokenAdmin(ctx context.Context, g *globals, cfg *tokenConfig, do func(context.Context, tokenAdmin) error) error {
-	return m.withNodeAdmin(ctx, g, cfg,
-		func(ctx context.Context, node *core.Core) error { return do(ctx, offlineTokens{node.Tokens}) },
-		func(ctx context.Context, ch *civhttp.Client) error { return do(ctx, &onlineTokens{ch: ch}) })
+	return m.withNodeAdmin(ctx, g, cfg, func(o *admin.Owner) error { return do(ctx, o.Tokens) })
 }
 
-// withNodeAdmin runs online against the node running on the data dir, through
-// its admin endpoints, when one runs (the node holds the database), and
-// offline against the data dir itself when none does: the two ways of working
-// of token and wallet.
-func (m *Main) withNodeAdmin(ctx context.Context, g *globals, cfg *tokenConfig,
-	offline func(context.Context, *core.Core) error, online func(context.Context, *civhttp.Client) error) (err error) {
+// withNodeAdmin runs do as the owner of the data dir (admin.Open): the two
+// ways of working of token and wallet.
+func (m *Main) withNodeAdmin(ctx context.Context, g *globals, cfg *tokenConfig, do func(*admin.Owner) error) (err error) {
 	logger, err := m.logger(g)
 	if err != nil {
 		return err
@@ -173,25 +159,16 @@ func (m *Main) withNodeAdmin(ctx context.Context, g *globals, cfg *tokenConfig,
 	if err != nil {
 		return err
 	}
-	node, err := openExistingCore(ctx, dir, logger)
-	if errors.Is(err, datadir.ErrInUse) {
-		ch, err := openNodeChannel(ctx, dir, cfg.addr, logger)
-		if err != nil {
-			return err
-		}
-		defer ch.Close()
-		logger.Debug("a node runs on the data dir; using its admin endpoints", "via", ch.Via)
-		return online(ctx, ch)
-	}
+	o, err := admin.Open(ctx, dir, cfg.addr, logger)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := node.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close event log: %w", cerr)
+		if cerr := o.Close(); cerr != nil && err == nil {
+			err = cerr
 		}
 	}()
-	return offline(ctx, node)
+	return do(o)
 }
 
 // printIssued prints the secret alone on stdout, so that $(civnode token create …)
@@ -232,9 +209,3 @@ func tableTime(t time.Time) string {
 	}
 	return t.UTC().Format(time.RFC3339)
 }
-
-// Both ways of working satisfy tokenAdmin.
-var (
-	_ tokenAdmin = offlineTokens{}
-	_ tokenAdmin = (*onlineTokens)(nil)
-)

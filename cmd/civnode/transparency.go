@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/transparency"
 )
 
@@ -63,9 +64,9 @@ func (m *Main) openLocalSource(ctx context.Context, logger *slog.Logger, dataDir
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := openChain(dir, logger)
+	l, err := localnode.OpenChain(dir, logger)
 	if errors.Is(err, datadir.ErrInUse) {
-		ch, err := openNodeChannel(ctx, dir, addr, logger)
+		ch, err := localnode.Dial(ctx, dir, addr, logger)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/eventlog"
 )
 
@@ -123,7 +124,7 @@ func (m *Main) verifyDataDir(ctx context.Context, flag string, logger *slog.Logg
 	if err != nil {
 		return err
 	}
-	chain, err := openChain(dir, logger)
+	chain, err := localnode.OpenChain(dir, logger)
 	if errors.Is(err, datadir.ErrInUse) {
 		return fmt.Errorf("%w; verify an export instead: curl -sH \"Authorization: Bearer $(cat %s)\" http://HOST:PORT/v1/events/export | civnode verify -",
 			err, dir.TokenPath())

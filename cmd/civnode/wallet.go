@@ -9,19 +9,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/admin"
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
-	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/commands"
-	civhttp "github.com/civnode/civnode/http"
 )
 
-// walletAdmin is what the wallet subcommands do, either offline on the data
-// dir (offlineWallets) or through a running node's admin endpoints
-// (onlineWallets), like tokenAdmin.
-type walletAdmin interface {
-	Create(ctx context.Context, in commands.CreatePaymentAccountInput) (commands.PaymentAccount, error)
-	List(ctx context.Context) ([]commands.PaymentAccount, error)
-}
+type walletAdmin = admin.Wallets
 
 func (m *Main) newWalletCommand(g *globals) *cobra.Command {
 	var cfg tokenConfig
@@ -104,11 +97,7 @@ func (m *Main) newWalletListCommand(g *globals, cfg *tokenConfig) *cobra.Command
 // withWalletAdmin runs do against the running node of the data dir if there
 // is one, else against the data dir itself.
 func (m *Main) withWalletAdmin(ctx context.Context, g *globals, cfg *tokenConfig, do func(context.Context, walletAdmin) error) error {
-	return m.withNodeAdmin(ctx, g, cfg,
-		func(ctx context.Context, node *core.Core) error {
-			return do(ctx, offlineWallets{node.PaymentAccounts, node.Log.NodeDID()})
-		},
-		func(ctx context.Context, ch *civhttp.Client) error { return do(ctx, onlineWallets{ch}) })
+	return m.withNodeAdmin(ctx, g, cfg, func(o *admin.Owner) error { return do(ctx, o.Wallets) })
 }
 
 // printCreatedAccount prints the address alone on stdout, so that
@@ -146,9 +135,3 @@ func limitCell(n *big.Int) string {
 	}
 	return n.String()
 }
-
-// Both ways of working satisfy walletAdmin.
-var (
-	_ walletAdmin = offlineWallets{}
-	_ walletAdmin = onlineWallets{}
-)
