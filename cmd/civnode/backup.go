@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"time"
 
@@ -14,8 +13,11 @@ import (
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 )
 
-func (m *Main) newBackupCommand(g *globals) *cobra.Command {
-	var cfg tokenConfig
+// backupCmd is civnode backup: a consistent copy of a node's data dir.
+type backupCmd struct{ owner }
+
+func newBackupCommand(m *Main, g *globals) *cobra.Command {
+	c := &backupCmd{owner{m: m, g: g}}
 	cmd := &cobra.Command{
 		Use:   "backup DIR",
 		Short: "Copy a node's data dir, consistent at one tip, into a new directory",
@@ -37,28 +39,26 @@ store itself.
 
 Restore one with civnode restore (docs/operations.md).`,
 		Args: usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			logger, err := m.logger(g)
-			if err != nil {
-				return err
-			}
-			return m.backup(cmd.Context(), cfg, args[0], logger)
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return c.run(cmd.Context(), args[0]) },
 	}
-	cmd.Flags().StringVar(&cfg.dataDir, "data-dir", "", datadir.Help)
-	cmd.Flags().StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "address HOST:PORT of the node running on --data-dir, used when its control.sock cannot be reached")
+	c.flags(cmd.Flags())
 	return cmd
 }
 
-func (m *Main) backup(ctx context.Context, cfg tokenConfig, dest string, logger *slog.Logger) (err error) {
-	dir, err := datadir.Resolve(cfg.dataDir, m.Getenv, m.HomeDir)
+func (c *backupCmd) run(ctx context.Context, dest string) (err error) {
+	m := c.m
+	logger, err := m.logger(c.g)
+	if err != nil {
+		return err
+	}
+	dir, err := datadir.Resolve(c.dataDir, m.Getenv, m.HomeDir)
 	if err != nil {
 		return err
 	}
 	if ents, err := os.ReadDir(dest); err == nil && len(ents) > 0 {
 		return fmt.Errorf("%s is not empty; give a new directory", dest)
 	}
-	snap, err := admin.Snapshot(ctx, dir, cfg.addr, logger)
+	snap, err := admin.Snapshot(ctx, dir, c.addr, logger)
 	if err != nil {
 		return err
 	}

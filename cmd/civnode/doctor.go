@@ -19,7 +19,7 @@ import (
 	civhttp "github.com/civnode/civnode/http"
 )
 
-func (m *Main) newDoctorCommand(g *globals) *cobra.Command {
+func newDoctorCommand(m *Main, g *globals) *cobra.Command {
 	var dataDirFlag, addrFlag, registryURL string
 	var asJSON bool
 	cmd := &cobra.Command{

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"text/tabwriter"
 
@@ -17,8 +16,16 @@ import (
 	"github.com/civnode/civnode/projections"
 )
 
-func (m *Main) newReplayCommand(g *globals) *cobra.Command {
-	var dataDirFlag string
+// replayCmd is civnode replay: verify a stopped node's chain and rebuild
+// its read models from it.
+type replayCmd struct {
+	m       *Main
+	g       *globals
+	dataDir string
+}
+
+func newReplayCommand(m *Main, g *globals) *cobra.Command {
+	c := &replayCmd{m: m, g: g}
 	cmd := &cobra.Command{
 		Use:   "replay",
 		Short: "Verify the local chain and rebuild every read model from it",
@@ -35,33 +42,32 @@ replay.completed in the audit log.
 A chain that does not verify, or a store with a damaged block, ends it with
 exit 1 and verify's invalid: line, and the kept models stay live.`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			logger, err := m.logger(g)
-			if err != nil {
-				return err
-			}
-			return m.replay(cmd.Context(), dataDirFlag, logger)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) },
 	}
-	cmd.Flags().StringVar(&dataDirFlag, "data-dir", "", datadir.Help)
+	cmd.Flags().StringVar(&c.dataDir, "data-dir", "", datadir.Help)
 	return cmd
 }
 
-func (m *Main) replay(ctx context.Context, flag string, logger *slog.Logger) (err error) {
-	dir, err := datadir.Resolve(flag, m.Getenv, m.HomeDir)
+func (c *replayCmd) run(ctx context.Context) (err error) {
+	m := c.m
+	logger, err := m.logger(c.g)
 	if err != nil {
 		return err
 	}
-	node, err := localnode.OpenExisting(ctx, dir, logger)
+	dir, err := datadir.Resolve(c.dataDir, m.Getenv, m.HomeDir)
+	if err != nil {
+		return err
+	}
+	n, err := localnode.OpenExisting(ctx, dir, logger)
 	if errors.Is(err, datadir.ErrInUse) {
 		return fmt.Errorf("%w; stop the node first", err)
 	}
 	if err != nil {
 		return m.invalid(err)
 	}
-	chain := node.Log
+	chain := n.Log
 	defer func() {
-		if cerr := node.Close(); cerr != nil && err == nil {
+		if cerr := n.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("close event log: %w", cerr)
 		}
 	}()
@@ -99,7 +105,7 @@ func (m *Main) replay(ctx context.Context, flag string, logger *slog.Logger) (er
 		fmt.Fprintf(tw, "%s\t%d\n", t, counts[t])
 	}
 	fmt.Fprintf(tw, "total\t%d\n", rep.Events)
-	models, figures, err := modelSummary(node)
+	models, figures, err := modelSummary(n)
 	if err != nil {
 		return err
 	}

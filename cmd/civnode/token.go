@@ -10,20 +10,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/admin"
-	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/commands"
 )
 
-// tokenConfig is the command line shared by the token subcommands.
-type tokenConfig struct {
-	dataDir string
-	addr    string
-}
-
-type tokenAdmin = admin.Tokens
-
-func (m *Main) newTokenCommand(g *globals) *cobra.Command {
-	var cfg tokenConfig
+func newTokenCommand(m *Main, g *globals) *cobra.Command {
+	c := &owner{m: m, g: g}
 	cmd := &cobra.Command{
 		Use:   "token",
 		Short: "Issue, rotate, revoke and list agent and observer tokens",
@@ -47,19 +38,12 @@ this once and never stored:
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	f := cmd.PersistentFlags()
-	f.StringVar(&cfg.dataDir, "data-dir", "", datadir.Help)
-	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "address HOST:PORT of the node running on --data-dir, used when its control.sock cannot be reached")
-	cmd.AddCommand(
-		m.newTokenCreateCommand(g, &cfg),
-		m.newTokenRotateCommand(g, &cfg),
-		m.newTokenRevokeCommand(g, &cfg),
-		m.newTokenListCommand(g, &cfg),
-	)
+	c.flags(cmd.PersistentFlags())
+	cmd.AddCommand(newTokenCreateCommand(c), newTokenRotateCommand(c), newTokenRevokeCommand(c), newTokenListCommand(c))
 	return cmd
 }
 
-func (m *Main) newTokenCreateCommand(g *globals, cfg *tokenConfig) *cobra.Command {
+func newTokenCreateCommand(c *owner) *cobra.Command {
 	var actsFor string
 	var observer bool
 	cmd := &cobra.Command{
@@ -76,12 +60,12 @@ func (m *Main) newTokenCreateCommand(g *globals, cfg *tokenConfig) *cobra.Comman
 			case actsFor == "":
 				return usageErrorf("token create needs --acts-for PUBLIC_ID or --observer")
 			}
-			return m.withTokenAdmin(cmd.Context(), g, cfg, func(ctx context.Context, admin tokenAdmin) error {
-				issued, err := admin.Create(ctx, kind, actsFor)
+			return c.with(cmd.Context(), func(ctx context.Context, a *admin.Owner) error {
+				issued, err := a.Tokens.Create(ctx, kind, actsFor)
 				if err != nil {
 					return err
 				}
-				return m.printIssued(issued, "created")
+				return printIssued(c.m.Stdout, c.m.Stderr, issued, "created")
 			})
 		},
 	}
@@ -90,98 +74,69 @@ func (m *Main) newTokenCreateCommand(g *globals, cfg *tokenConfig) *cobra.Comman
 	return cmd
 }
 
-func (m *Main) newTokenRotateCommand(g *globals, cfg *tokenConfig) *cobra.Command {
+func newTokenRotateCommand(c *owner) *cobra.Command {
 	return &cobra.Command{
 		Use:   "rotate TOKEN_ID",
 		Short: "Give a token a new secret; prints it on stdout, the old one stops working",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return m.withTokenAdmin(cmd.Context(), g, cfg, func(ctx context.Context, admin tokenAdmin) error {
-				issued, err := admin.Rotate(ctx, args[0])
+			return c.with(cmd.Context(), func(ctx context.Context, a *admin.Owner) error {
+				issued, err := a.Tokens.Rotate(ctx, args[0])
 				if err != nil {
 					return err
 				}
-				return m.printIssued(issued, "rotated")
+				return printIssued(c.m.Stdout, c.m.Stderr, issued, "rotated")
 			})
 		},
 	}
 }
 
-func (m *Main) newTokenRevokeCommand(g *globals, cfg *tokenConfig) *cobra.Command {
+func newTokenRevokeCommand(c *owner) *cobra.Command {
 	return &cobra.Command{
 		Use:   "revoke TOKEN_ID",
 		Short: "Stop a token from working; it stays listed as revoked",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return m.withTokenAdmin(cmd.Context(), g, cfg, func(ctx context.Context, admin tokenAdmin) error {
-				t, err := admin.Revoke(ctx, args[0])
+			return c.with(cmd.Context(), func(ctx context.Context, a *admin.Owner) error {
+				t, err := a.Tokens.Revoke(ctx, args[0])
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintf(m.Stderr, "revoked %s token %s\n", t.Kind, t.ID)
+				_, err = fmt.Fprintf(c.m.Stderr, "revoked %s token %s\n", t.Kind, t.ID)
 				return err
 			})
 		},
 	}
 }
 
-func (m *Main) newTokenListCommand(g *globals, cfg *tokenConfig) *cobra.Command {
+func newTokenListCommand(c *owner) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List every token, revoked ones included (never their secrets)",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return m.withTokenAdmin(cmd.Context(), g, cfg, func(ctx context.Context, admin tokenAdmin) error {
-				tokens, err := admin.List(ctx)
+			return c.with(cmd.Context(), func(ctx context.Context, a *admin.Owner) error {
+				tokens, err := a.Tokens.List(ctx)
 				if err != nil {
 					return err
 				}
-				return printTokenTable(m.Stdout, tokens)
+				return printTokenTable(c.m.Stdout, tokens)
 			})
 		},
 	}
 }
 
-// withTokenAdmin runs do against the running node of the data dir if there is
-// one, else against the data dir itself.
-func (m *Main) withTokenAdmin(ctx context.Context, g *globals, cfg *tokenConfig, do func(context.Context, tokenAdmin) error) error {
-	return m.withNodeAdmin(ctx, g, cfg, func(o *admin.Owner) error { return do(ctx, o.Tokens) })
-}
-
-// withNodeAdmin runs do as the owner of the data dir (admin.Open): the two
-// ways of working of token and wallet.
-func (m *Main) withNodeAdmin(ctx context.Context, g *globals, cfg *tokenConfig, do func(*admin.Owner) error) (err error) {
-	logger, err := m.logger(g)
-	if err != nil {
-		return err
-	}
-	dir, err := datadir.Resolve(cfg.dataDir, m.Getenv, m.HomeDir)
-	if err != nil {
-		return err
-	}
-	o, err := admin.Open(ctx, dir, cfg.addr, logger)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := o.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
-	return do(o)
-}
-
 // printIssued prints the secret alone on stdout, so that $(civnode token create …)
 // captures exactly the secret, and what it is on stderr.
-func (m *Main) printIssued(t commands.IssuedToken, verb string) error {
-	if _, err := fmt.Fprintln(m.Stdout, t.Secret); err != nil {
+func printIssued(stdout, stderr io.Writer, t commands.IssuedToken, verb string) error {
+	if _, err := fmt.Fprintln(stdout, t.Secret); err != nil {
 		return fmt.Errorf("print token: %w", err)
 	}
 	what := fmt.Sprintf("%s %s token %s", verb, t.Kind, t.ID)
 	if t.Kind == commands.ActorAgent {
 		what += fmt.Sprintf(" acting for %s (%s)", t.PublicID, t.AgentDID)
 	}
-	_, err := fmt.Fprintf(m.Stderr, "%s; the secret on stdout is shown only this once\n", what)
+	_, err := fmt.Fprintf(stderr, "%s; the secret on stdout is shown only this once\n", what)
 	return err
 }
 

@@ -79,7 +79,7 @@ func (b buildInfo) String() string {
 	return fmt.Sprintf("civnode %s (commit %s, %s %s)", b.Version, c, b.GoVersion, b.Platform)
 }
 
-func (m *Main) newVersionCommand() *cobra.Command {
+func newVersionCommand(m *Main) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "version",
