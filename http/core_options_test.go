@@ -12,7 +12,7 @@ import (
 )
 
 // wired returns o with the log, the read models and the commands of the core
-// c, as civnode serve wires them (cmd/civnode's serverOptions): the one place
+// c, as civnode serve wires them (localnode.ServerOptions in cmd/civnode/internal/localnode): the one place
 // the tests map a core onto Options. cmd/core cannot build Options itself:
 // it would import this package, whose tests import it.
 func wired(o Options, c *core.Core) Options {

@@ -2,22 +2,22 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
-	"net/http"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/admin"
 	"github.com/civnode/civnode/cmd/civnode/internal/backup"
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
-	"github.com/civnode/civnode/eventlog"
 )
 
-func (m *Main) newBackupCommand(g *globals) *cobra.Command {
-	var cfg tokenConfig
+// backupCmd is civnode backup: a consistent copy of a node's data dir.
+type backupCmd struct{ owner }
+
+func newBackupCommand(m *Main, g *globals) *cobra.Command {
+	c := &backupCmd{owner{m: m, g: g}}
 	cmd := &cobra.Command{
 		Use:   "backup DIR",
 		Short: "Copy a node's data dir, consistent at one tip, into a new directory",
@@ -39,28 +39,26 @@ store itself.
 
 Restore one with civnode restore (docs/operations.md).`,
 		Args: usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			logger, err := m.logger(g)
-			if err != nil {
-				return err
-			}
-			return m.backup(cmd.Context(), cfg, args[0], logger)
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return c.run(cmd.Context(), args[0]) },
 	}
-	cmd.Flags().StringVar(&cfg.dataDir, "data-dir", "", datadir.Help)
-	cmd.Flags().StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "address HOST:PORT of the node running on --data-dir, used when its control.sock cannot be reached")
+	c.flags(cmd.Flags())
 	return cmd
 }
 
-func (m *Main) backup(ctx context.Context, cfg tokenConfig, dest string, logger *slog.Logger) (err error) {
-	dir, err := datadir.Resolve(cfg.dataDir, m.Getenv, m.HomeDir)
+func (c *backupCmd) run(ctx context.Context, dest string) (err error) {
+	m := c.m
+	logger, err := m.logger(c.g)
+	if err != nil {
+		return err
+	}
+	dir, err := datadir.Resolve(c.dataDir, m.Getenv, m.HomeDir)
 	if err != nil {
 		return err
 	}
 	if ents, err := os.ReadDir(dest); err == nil && len(ents) > 0 {
 		return fmt.Errorf("%s is not empty; give a new directory", dest)
 	}
-	snap, err := m.takeSnapshot(ctx, dir, cfg.addr, logger)
+	snap, err := admin.Snapshot(ctx, dir, c.addr, logger)
 	if err != nil {
 		return err
 	}
@@ -78,59 +76,4 @@ func (m *Main) backup(ctx context.Context, cfg tokenConfig, dest string, logger 
 	fmt.Fprintf(m.Stdout, "backed up %s to %s\nnode      %s\ntip       seq %d, %s\ntree      size %d, root %s\n",
 		dir, dest, man.NodeDID, man.TipSeq, man.TipID, man.TreeSize, man.TreeRoot)
 	return nil
-}
-
-// takeSnapshot has the node running on dir take a snapshot of its store, or
-// takes one itself when none runs.
-func (m *Main) takeSnapshot(ctx context.Context, dir datadir.Dir, addr string, logger *slog.Logger) (backup.Snapshot, error) {
-	chain, err := openChain(dir, logger)
-	if errors.Is(err, datadir.ErrInUse) {
-		ch, err := openNodeChannel(ctx, dir, addr, logger)
-		if err != nil {
-			return backup.Snapshot{}, err
-		}
-		defer ch.Close()
-		var v struct {
-			SnapshotDir string `json:"snapshot_dir"`
-			NodeDID     string `json:"node_did"`
-			TipSeq      uint64 `json:"tip_seq"`
-			TipID       string `json:"tip_id"`
-			RootHash    string `json:"chain_root_hash"`
-			Checkpoint  string `json:"checkpoint"`
-		}
-		if err := ch.Call(ctx, http.MethodPost, "/v1/admin/backup", struct{}{}, &v); err != nil {
-			return backup.Snapshot{}, err
-		}
-		pub, err := eventlog.PublicKeyFromDID(v.NodeDID)
-		if err != nil {
-			return backup.Snapshot{}, fmt.Errorf("the node's snapshot: %w", err)
-		}
-		head, err := eventlog.OpenCheckpoint([]byte(v.Checkpoint), v.NodeDID, pub)
-		if err != nil {
-			return backup.Snapshot{}, fmt.Errorf("the node's snapshot: %w", err)
-		}
-		return backup.Snapshot{Dir: v.SnapshotDir, NodeDID: v.NodeDID, Backup: eventlog.Backup{
-			Tip: eventlog.Tip{Seq: v.TipSeq, ID: v.TipID}, Root: v.RootHash, Tree: head, Checkpoint: []byte(v.Checkpoint),
-		}}, nil
-	}
-	if err != nil {
-		return backup.Snapshot{}, err
-	}
-	defer chain.Close()
-	return snapshotStore(ctx, chain, dir, time.Now())
-}
-
-// snapshotStore takes a snapshot of chain's store inside dir and records it
-// in the audit log; the node's admin endpoint and an offline backup share it.
-func snapshotStore(ctx context.Context, chain *eventlog.Log, dir datadir.Dir, now time.Time) (backup.Snapshot, error) {
-	snap, err := backup.TakeSnapshot(chain, string(dir), now)
-	if err != nil {
-		return backup.Snapshot{}, err
-	}
-	if _, err := chain.Audit(ctx, "backup.snapshot", chain.NodeDID(), map[string]any{
-		"tip_seq": snap.Backup.Tip.Seq, "chain_tip_hash": snap.Backup.Tip.ID,
-	}); err != nil {
-		return backup.Snapshot{}, errors.Join(fmt.Errorf("audit backup.snapshot: %w", err), snap.Remove())
-	}
-	return snap, nil
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/civnode/civnode/cmd/civnode/internal/bench"
 )
 
-func (m *Main) newBenchCommand(g *globals) *cobra.Command {
+func newBenchCommand(m *Main, g *globals) *cobra.Command {
 	var cfg bench.Config
 	var asJSON bool
 	cmd := &cobra.Command{

@@ -21,6 +21,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/eventlog/eventlogtest"
 )
@@ -34,7 +35,7 @@ func damagedDataDir(t *testing.T, n, at uint64) (dir, sst string) {
 	t.Helper()
 	dir = t.TempDir()
 	startNode(t, dir).stop(t)
-	node, err := openExistingCore(context.Background(), datadir.Dir(dir), discardLogger())
+	node, err := localnode.OpenExisting(context.Background(), datadir.Dir(dir), discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,47 +1,27 @@
-// Command civnode runs a civnode node and works on its signed event chain.
+// Command civnode runs a civnode node and works on its signed event chain:
+// serve, verify, export, replay, doctor, backup, restore, import, token,
+// wallet, oracle, transparency (publish, check, prove), bench, registry-dev,
+// version and man. civnode --help and the README's table of commands give
+// each with its flags; scripts and tests rely on that command line.
 //
-//	civnode serve   [--data-dir DIR] [--addr HOST:PORT] [--governs a,b] [--catalog FILE]
-//	                [--page-bytes N] [--rate-limit N] [--rate-burst N] [--max-conns N]
-//	                [--max-conns-per-addr N] [--model-cache BYTES]
-//	civnode verify  FILE|-            an export bundle (- reads stdin)
-//	civnode verify  --data-dir DIR    the local chain
-//	civnode export  [--data-dir DIR]  a signed export bundle to stdout
-//	civnode replay  [--data-dir DIR]  verify the chain, rebuild the read models from
-//	                                  it and report how the kept ones differed
-//	civnode doctor  [--data-dir DIR] [--addr HOST:PORT] [--registry-url URL] [--json]
-//	                                  check files, chain, port and registry; say
-//	                                  how to fix what fails (docs/doctor.md)
-//	civnode transparency publish --dir DIR
-//	                                  the Merkle tree's tiles and checkpoint, for a
-//	                                  static host (docs/transparency.md)
-//	civnode transparency check (--addr URL | --tiles URL) --state FILE
-//	                                  exit 1 when the log forked, rolled back or is
-//	                                  signed by another key
-//	civnode transparency prove SEQ    an inclusion proof to check offline
-//	civnode bench   [--events N] [--node URL] [--json] [--hostile]
-//	                                  load a node over HTTP; figures beside the
-//	                                  machine's limits (docs/benchmarks.md)
-//	civnode token create (--acts-for PUBLIC_ID | --observer)
-//	                                  issue an agent or observer token
-//	civnode token rotate TOKEN_ID     give a token a new secret
-//	civnode token revoke TOKEN_ID     refuse a token from now on
-//	civnode token list                every token, never a secret
-//	civnode oracle publish FEED --as PUBLIC_ID --payload JSON|@FILE|- --price N
-//	civnode oracle subscribe FEED --as PUBLIC_ID --max-price N
-//	civnode oracle pull FEED --as PUBLIC_ID
-//	                                  the payload alone on stdout
-//	civnode oracle balance [--agent PUBLIC_ID]
-//	civnode oracle feeds
-//	civnode version
+// # Layout
 //
-// The token commands take [--data-dir DIR] [--addr HOST:PORT] (default
-// 127.0.0.1:7777); create and rotate print the secret, and nothing else, on stdout.
-// The oracle commands take [--data-dir DIR] [--json]; --json prints one JSON
-// object per command, a failure as {"error":{"kind","code","message","field"}}
-// (docs/oracle.md).
+// This package parses flags (and serve's CIVNODE_* variables and --config
+// file), runs one command and prints what it returns. Each command is a
+// small type or constructor of its own, in a file named for it; Main holds
+// only what every command shares: the streams and environment, the logger,
+// the progress bars and the "invalid:" line. What a command does lives in
+// the package that owns it:
 //
-// The command line is the README's table of commands; scripts and tests rely
-// on it.
+//	internal/localnode   open the core; serve a node (its wiring and
+//	                     shutdown order); reach a running node (node
+//	                     channel, oracle socket, tree); replay
+//	internal/admin       tokens, payment accounts and backup snapshots,
+//	                     offline or through the running node's admin API
+//	internal/backup      backup, restore and the check of a restored dir
+//	internal/datadir     the data dir: layout, secret files, key, lock
+//	internal/doctor, internal/bench, internal/configfile, internal/buildinfo
+//	oraclesock, transparency, http (client half of the node proof)
 //
 // # Data dir
 //
@@ -62,7 +42,7 @@
 // once; otherwise it opens the data dir itself. It reaches the node through
 // control.sock, or else over TCP at --addr once the node there has signed a fresh
 // nonce with node.key (POST /v1/node/proof): a process that merely holds --addr is
-// never sent the token. See nodechannel.go and docs/tokens.md.
+// never sent the token. See localnode.Dial and docs/tokens.md.
 //
 // oracle works while the node runs too, but never over HTTP: the oracle has no
 // HTTP endpoint (docs/oracle.md). It first tries oracle.sock, and when a node

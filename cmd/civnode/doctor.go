@@ -1,24 +1,17 @@
 package main
 
 import (
-	"context"
-	"crypto/ed25519"
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
-	"net/http"
 
 	"github.com/spf13/cobra"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/civnode/internal/doctor"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/commands/servicenet"
-	civhttp "github.com/civnode/civnode/http"
 )
 
-func (m *Main) newDoctorCommand(g *globals) *cobra.Command {
+func newDoctorCommand(m *Main, g *globals) *cobra.Command {
 	var dataDirFlag, addrFlag, registryURL string
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -62,7 +55,7 @@ mistake on the command line. --json prints the report as one JSON object
 			if err != nil {
 				return err
 			}
-			addr, err := hostPort(addrFlag)
+			addr, err := localnode.HostPort(addrFlag)
 			if err != nil {
 				return usageErrorf("--addr %q: %w", addrFlag, err)
 			}
@@ -77,7 +70,7 @@ mistake on the command line. --json prints the report as one JSON object
 				return err
 			}
 			rep, err := doctor.Run(cmd.Context(), dir, doctor.Options{Addr: addr, RegistryURL: registryURL, Logger: logger,
-				Progress: m.progress, Reach: reachNode, Prove: proveNodeConn})
+				Progress: m.progress, Reach: localnode.Reach, Prove: localnode.ProveConn})
 			if err != nil {
 				return err
 			}
@@ -99,57 +92,7 @@ mistake on the command line. --json prints the report as one JSON object
 	f := cmd.Flags()
 	f.StringVar(&dataDirFlag, "data-dir", "", datadir.Help)
 	f.StringVar(&addrFlag, "addr", "127.0.0.1:7777", "the node's listen address HOST:PORT, as given to serve")
-	f.StringVar(&registryURL, "registry-url", DefaultRegistryURL, "the agent registry the node proxies (`URL`; \"\": none), as given to serve")
+	f.StringVar(&registryURL, "registry-url", localnode.DefaultRegistryURL, "the agent registry the node proxies (`URL`; \"\": none), as given to serve")
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	return cmd
-}
-
-// channelNode is the node channel as doctor asks a running node.
-type channelNode struct{ ch *civhttp.Client }
-
-// reachNode opens the owner's channel to the node running on dir, without
-// logging how it got there.
-func reachNode(ctx context.Context, dir datadir.Dir, addr string) (doctor.Node, error) {
-	ch, err := openNodeChannel(ctx, dir, addr, slog.New(slog.DiscardHandler))
-	if err != nil {
-		return nil, err
-	}
-	return channelNode{ch}, nil
-}
-
-// proveNodeConn has the process on conn prove it holds pub's key, and then
-// makes a channel of conn alone.
-func proveNodeConn(ctx context.Context, conn net.Conn, addr string, pub ed25519.PublicKey, token string) (doctor.Node, error) {
-	if err := civhttp.ProveNode(ctx, conn, addr, pub); err != nil {
-		return nil, err
-	}
-	fail := func(context.Context) (net.Conn, error) { return nil, errors.New("one proven connection is enough") }
-	return channelNode{civhttp.NewClient("http://"+addr, token, addr, conn, fail)}, nil
-}
-
-func (n channelNode) Via() string { return n.ch.Via }
-func (n channelNode) Close()      { n.ch.Close() }
-
-// Get makes one GET through the channel and returns the status and body.
-func (n channelNode) Get(ctx context.Context, path string, owner bool) (int, []byte, error) {
-	var req *http.Request
-	var err error
-	if owner {
-		req, err = n.ch.NewRequest(ctx, http.MethodGet, path, nil)
-	} else {
-		req, err = http.NewRequestWithContext(ctx, http.MethodGet, n.ch.Base+path, nil)
-	}
-	if err != nil {
-		return 0, nil, err
-	}
-	resp, err := n.ch.HTTP.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return 0, nil, fmt.Errorf("read the answer to GET %s: %w", path, err)
-	}
-	return resp.StatusCode, body, nil
 }

@@ -21,8 +21,8 @@ import (
 	"github.com/civnode/civnode/eventlog"
 )
 
-// doctorJSON is the shape of doctor --json.
-type doctorJSON struct {
+// reportJSON is the shape of doctor --json.
+type reportJSON struct {
 	DataDir     string `json:"data_dir"`
 	Addr        string `json:"addr"`
 	RegistryURL string `json:"registry_url"`
@@ -37,9 +37,9 @@ type doctorJSON struct {
 	} `json:"checks"`
 }
 
-// doctorCheckNames are the checks of a data dir with no payment account, in
+// reportChecks are the checks of a data dir with no payment account, in
 // the report's order.
-var doctorCheckNames = []string{"data_dir", "db", "node_key", "control_token", "registry_credential", "wallets",
+var reportChecks = []string{"data_dir", "db", "node_key", "control_token", "registry_credential", "wallets",
 	"disk", "chain", "read_models", "node", "port", "registry"}
 
 // fakeRegistry answers GET /v1/agents with an empty list, and requires the
@@ -133,9 +133,9 @@ func requireNoSecret(t *testing.T, dir, out string) {
 	}
 }
 
-// checkLine finds the report line of check name and returns its status and
+// reportLine finds the report line of check name and returns its status and
 // the fix under it, if any.
-func checkLine(t *testing.T, stdout, name string) (status, line, fix string) {
+func reportLine(t *testing.T, stdout, name string) (status, line, fix string) {
 	t.Helper()
 	lines := strings.Split(stdout, "\n")
 	re := regexp.MustCompile(`^(ok|warn|FAIL|skip) +` + regexp.QuoteMeta(name) + ` +(.*)$`)
@@ -161,18 +161,18 @@ func TestDoctorHealthy(t *testing.T) {
 	if res.code != 0 || !strings.HasSuffix(res.stdout, "every check passed\n") {
 		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 	}
-	for _, name := range doctorCheckNames {
-		if status, line, _ := checkLine(t, res.stdout, name); status != "ok" {
+	for _, name := range reportChecks {
+		if status, line, _ := reportLine(t, res.stdout, name); status != "ok" {
 			t.Errorf("%s: %s %s, want ok", name, status, line)
 		}
 	}
-	if _, line, _ := checkLine(t, res.stdout, "chain"); !strings.Contains(line, "every event verifies, genesis to tip (1 event") {
+	if _, line, _ := reportLine(t, res.stdout, "chain"); !strings.Contains(line, "every event verifies, genesis to tip (1 event") {
 		t.Errorf("chain line %q", line)
 	}
-	if _, line, _ := checkLine(t, res.stdout, "registry"); !strings.Contains(line, "answered 200 with 0 agents in") {
+	if _, line, _ := reportLine(t, res.stdout, "registry"); !strings.Contains(line, "answered 200 with 0 agents in") {
 		t.Errorf("registry line %q", line)
 	}
-	if _, line, _ := checkLine(t, res.stdout, "node"); line != "not running; the store is free" {
+	if _, line, _ := reportLine(t, res.stdout, "node"); line != "not running; the store is free" {
 		t.Errorf("node line %q", line)
 	}
 }
@@ -220,7 +220,7 @@ func TestDoctorFileModes(t *testing.T) {
 			if strings.Contains(res.stdout+res.stderr, "cred-0123456789abcdef") {
 				t.Fatalf("doctor printed the registry credential:\n%s", res.stdout)
 			}
-			status, line, fix := checkLine(t, res.stdout, tc.check)
+			status, line, fix := reportLine(t, res.stdout, tc.check)
 			wantLine := fmt.Sprintf("%s has mode %04o", path, tc.mode)
 			if status != tc.status || !strings.Contains(line, wantLine) || !strings.Contains(line, tc.says) || fix != tc.fix+" "+path {
 				t.Errorf("%s: %s %q, fix %q; want %s naming %q and saying %q, fix %q", tc.check, status, line, fix, tc.status, wantLine, tc.says, tc.fix+" "+path)
@@ -230,7 +230,7 @@ func TestDoctorFileModes(t *testing.T) {
 			if strings.Contains(res.stdout, "cannot be read") {
 				t.Errorf("doctor says a file cannot be read:\n%s", res.stdout)
 			}
-			if status, line, _ := checkLine(t, res.stdout, "chain"); status != "ok" {
+			if status, line, _ := reportLine(t, res.stdout, "chain"); status != "ok" {
 				t.Errorf("chain: %s %q, want ok", status, line)
 			}
 			wantCode := 0
@@ -269,7 +269,7 @@ func TestDoctorDamagedNewestEvent(t *testing.T) {
 	appendNotes(t, dir, 1, 2) // seq 2 {"n":1}, seq 3 {"n":2}
 	corruptStoredEvent(t, dir, 3, `"n":2`, `"n":9`)
 	res := runDoctor(t, dir)
-	status, line, fix := checkLine(t, res.stdout, "chain")
+	status, line, fix := reportLine(t, res.stdout, "chain")
 	if res.code != 1 || status != "FAIL" || !strings.Contains(line, "corrupt store at seq 3: id does not match") || !strings.Contains(fix, "restore the data dir from a backup") {
 		t.Fatalf("exit %d, chain %s %q fix %q:\n%s", res.code, status, line, fix, res.stdout)
 	}
@@ -289,7 +289,7 @@ func TestDoctorChainFromCheckpoint(t *testing.T) {
 	// 1024 that opening the log checks.
 	appendManyNotes(t, dir, 5, 1100) // seq 6..1105, {"n":5}..{"n":1104}
 	res = runDoctor(t, dir)
-	if status, line, _ := checkLine(t, res.stdout, "chain"); res.code != 0 || status != "ok" ||
+	if status, line, _ := reportLine(t, res.stdout, "chain"); res.code != 0 || status != "ok" ||
 		!strings.HasPrefix(line, "sound: seq 5 is unchanged since the full verify of ") || !strings.Contains(line, ", and the 1100 events after it and the genesis event verify (") {
 		t.Fatalf("exit %d, chain %s %q", res.code, status, line)
 	}
@@ -297,7 +297,7 @@ func TestDoctorChainFromCheckpoint(t *testing.T) {
 	damaged := copyDataDir(t, dir)
 	corruptStoredEvent(t, damaged, 50, `"n":49`, `"n":94`)
 	res = runDoctor(t, damaged)
-	if status, line, _ := checkLine(t, res.stdout, "chain"); res.code != 1 || status != "FAIL" ||
+	if status, line, _ := reportLine(t, res.stdout, "chain"); res.code != 1 || status != "FAIL" ||
 		!strings.Contains(line, "broken chain at seq 50: id does not match the event's content") {
 		t.Fatalf("damage after the checkpoint: exit %d, chain %s %q:\n%s", res.code, status, line, res.stdout)
 	}
@@ -305,7 +305,7 @@ func TestDoctorChainFromCheckpoint(t *testing.T) {
 	atCheckpoint := copyDataDir(t, dir)
 	corruptStoredEvent(t, atCheckpoint, 5, `"n":4`, `"n":7`)
 	res = runDoctor(t, atCheckpoint)
-	if status, line, _ := checkLine(t, res.stdout, "chain"); res.code != 1 || status != "FAIL" || !strings.Contains(line, "broken chain at seq 5") {
+	if status, line, _ := reportLine(t, res.stdout, "chain"); res.code != 1 || status != "FAIL" || !strings.Contains(line, "broken chain at seq 5") {
 		t.Fatalf("damage at the checkpoint: exit %d, chain %s %q:\n%s", res.code, status, line, res.stdout)
 	}
 }
@@ -317,14 +317,14 @@ func TestDoctorChainWithoutCheckpoint(t *testing.T) {
 	dir := stoppedNode(t)
 	appendManyNotes(t, dir, 1, 4199) // seq 2..4200, {"n":1}..{"n":4199}
 	res := runDoctor(t, dir)
-	status, line, fix := checkLine(t, res.stdout, "chain")
+	status, line, fix := reportLine(t, res.stdout, "chain")
 	if res.code != 0 || status != "warn" || !strings.Contains(line, "the genesis event and the newest 4096 events (seq 105..4200) verify") ||
 		fix != "with the node stopped, run civnode verify --data-dir "+dir+": it reads every event, and doctor starts from where it ended next time" {
 		t.Fatalf("exit %d, chain %s %q fix %q", res.code, status, line, fix)
 	}
 	corruptStoredEvent(t, dir, 200, `"n":199`, `"n":991`)
 	res = runDoctor(t, dir)
-	if status, line, _ := checkLine(t, res.stdout, "chain"); res.code != 1 || status != "FAIL" || !strings.Contains(line, "broken chain at seq 200") {
+	if status, line, _ := reportLine(t, res.stdout, "chain"); res.code != 1 || status != "FAIL" || !strings.Contains(line, "broken chain at seq 200") {
 		t.Fatalf("damage in the window: exit %d, chain %s %q", res.code, status, line)
 	}
 }
@@ -336,7 +336,7 @@ func TestDoctorPortTaken(t *testing.T) {
 	defer other.Close()
 	addr := strings.TrimPrefix(other.URL, "http://")
 	res := runDoctor(t, dir, "--addr", addr)
-	status, line, fix := checkLine(t, res.stdout, "port")
+	status, line, fix := reportLine(t, res.stdout, "port")
 	if res.code != 1 || status != "FAIL" || !strings.HasPrefix(line, addr+" is held by a process that is not this data dir's node") || !strings.Contains(fix, "lsof") {
 		t.Fatalf("exit %d, port %s %q fix %q", res.code, status, line, fix)
 	}
@@ -352,16 +352,16 @@ func TestDoctorRunningNode(t *testing.T) {
 	if res.code != 0 || !strings.HasSuffix(res.stdout, "every check passed\n") {
 		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", res.code, res.stdout, res.stderr)
 	}
-	if _, line, _ := checkLine(t, res.stdout, "port"); !strings.HasPrefix(line, addr+" is served by this node: it proved it holds node.key") {
+	if _, line, _ := reportLine(t, res.stdout, "port"); !strings.HasPrefix(line, addr+" is served by this node: it proved it holds node.key") {
 		t.Errorf("port line %q", line)
 	}
-	if _, line, _ := checkLine(t, res.stdout, "node"); !strings.HasPrefix(line, "running, reached at "+filepath.Join(dir, "control.sock")+": healthy") {
+	if _, line, _ := reportLine(t, res.stdout, "node"); !strings.HasPrefix(line, "running, reached at "+filepath.Join(dir, "control.sock")+": healthy") {
 		t.Errorf("node line %q", line)
 	}
-	if _, line, _ := checkLine(t, res.stdout, "chain"); !strings.HasPrefix(line, "checked by the running node when it started") || !strings.Contains(line, "tip seq 1 ") {
+	if _, line, _ := reportLine(t, res.stdout, "chain"); !strings.HasPrefix(line, "checked by the running node when it started") || !strings.Contains(line, "tip seq 1 ") {
 		t.Errorf("chain line %q", line)
 	}
-	if status, _, _ := checkLine(t, res.stdout, "read_models"); status != "skip" {
+	if status, _, _ := reportLine(t, res.stdout, "read_models"); status != "skip" {
 		t.Errorf("read_models %s, want skip", status)
 	}
 
@@ -370,7 +370,7 @@ func TestDoctorRunningNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	res = runDoctor(t, dir, "--addr", addr)
-	if status, line, _ := checkLine(t, res.stdout, "node"); res.code != 1 || status != "FAIL" || !strings.Contains(line, "refuses the owner token") {
+	if status, line, _ := reportLine(t, res.stdout, "node"); res.code != 1 || status != "FAIL" || !strings.Contains(line, "refuses the owner token") {
 		t.Errorf("changed token: exit %d, node %s %q", res.code, status, line)
 	}
 }
@@ -379,7 +379,7 @@ func TestDoctorRegistryUnreachable(t *testing.T) {
 	dir := stoppedNode(t)
 	url := "http://" + freeAddr(t)
 	res := runDoctor(t, dir, "--registry-url", url)
-	status, line, fix := checkLine(t, res.stdout, "registry")
+	status, line, fix := reportLine(t, res.stdout, "registry")
 	if res.code != 0 || status != "warn" || !strings.HasPrefix(line, "GET "+url+"/v1/agents: no answer (") ||
 		!strings.Contains(line, "connection refused") || fix == "" {
 		t.Fatalf("exit %d, registry %s %q fix %q", res.code, status, line, fix)
@@ -394,7 +394,7 @@ func TestDoctorJSON(t *testing.T) {
 	addr := freeAddr(t)
 	reg := fakeRegistry(t, dir)
 	res := runCLI(t, nil, "doctor", "--json", "--data-dir", dir, "--addr", addr, "--registry-url", reg.URL)
-	var rep doctorJSON
+	var rep reportJSON
 	dec := json.NewDecoder(strings.NewReader(res.stdout))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rep); err != nil || dec.More() {
@@ -410,8 +410,8 @@ func TestDoctorJSON(t *testing.T) {
 			t.Errorf("check %+v, want ok with a detail and no fix", c)
 		}
 	}
-	if strings.Join(names, ",") != strings.Join(doctorCheckNames, ",") {
-		t.Errorf("checks %v, want %v", names, doctorCheckNames)
+	if strings.Join(names, ",") != strings.Join(reportChecks, ",") {
+		t.Errorf("checks %v, want %v", names, reportChecks)
 	}
 
 	token := filepath.Join(dir, "control.token")
@@ -419,7 +419,7 @@ func TestDoctorJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	res = runCLI(t, nil, "doctor", "--json", "--data-dir", dir, "--addr", addr, "--registry-url", "http://"+freeAddr(t))
-	rep = doctorJSON{}
+	rep = reportJSON{}
 	if err := json.Unmarshal([]byte(res.stdout), &rep); err != nil {
 		t.Fatalf("%v:\n%s", err, res.stdout)
 	}

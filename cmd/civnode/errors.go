@@ -5,11 +5,9 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-)
 
-// errNodeUnproven means the process at --addr did not prove that it holds the
-// data dir's node key, so the CLI did not send it the owner token (nodechannel.go).
-var errNodeUnproven = errors.New("could not prove it holds node.key; the owner token was not sent")
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
+)
 
 // usageError is a mistake on the command line; it exits with status 2.
 type usageError struct{ err error }
@@ -21,9 +19,12 @@ func usageErrorf(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
 
+// isUsage says whether err is a mistake on the command line: a usageError,
+// or an --addr the node channel could not use.
 func isUsage(err error) bool {
 	var u usageError
-	return errors.As(err, &u)
+	var a *localnode.AddrError
+	return errors.As(err, &u) || errors.As(err, &a)
 }
 
 // usageArgs makes a cobra argument check report a usage error.

@@ -5,17 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/eventlog"
 )
 
-func (m *Main) newExportCommand(g *globals) *cobra.Command {
-	var dataDirFlag string
+// exportCmd is civnode export: the signed bundle of a stopped node's chain.
+type exportCmd struct {
+	m       *Main
+	g       *globals
+	dataDir string
+}
+
+func newExportCommand(m *Main, g *globals) *cobra.Command {
+	c := &exportCmd{m: m, g: g}
 	cmd := &cobra.Command{
 		Use:   "export",
 		Short: "Write a signed export bundle of the local chain to stdout",
@@ -34,24 +41,23 @@ which no JSON parser accepts and verify rejects. Damage outside the events
 writes it whole, and if the damage then keeps it from recording export.sealed,
 it exits 1 saying that the bundle is whole, and leaves it.`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			logger, err := m.logger(g)
-			if err != nil {
-				return err
-			}
-			return m.export(cmd.Context(), dataDirFlag, logger)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) },
 	}
-	cmd.Flags().StringVar(&dataDirFlag, "data-dir", "", datadir.Help)
+	cmd.Flags().StringVar(&c.dataDir, "data-dir", "", datadir.Help)
 	return cmd
 }
 
-func (m *Main) export(ctx context.Context, flag string, logger *slog.Logger) (err error) {
-	dir, err := datadir.Resolve(flag, m.Getenv, m.HomeDir)
+func (c *exportCmd) run(ctx context.Context) (err error) {
+	m := c.m
+	logger, err := m.logger(c.g)
 	if err != nil {
 		return err
 	}
-	chain, err := openChain(dir, logger)
+	dir, err := datadir.Resolve(c.dataDir, m.Getenv, m.HomeDir)
+	if err != nil {
+		return err
+	}
+	chain, err := localnode.OpenChain(dir, logger)
 	if errors.Is(err, datadir.ErrInUse) {
 		return fmt.Errorf("%w; a running node serves its export at GET /v1/events/export", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/eventlog"
@@ -50,7 +51,7 @@ func newFaultNode(t *testing.T, dir string, fs vfs.FS, reg *servicenet.Client) *
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	srv := civhttp.New(serverOptions(c, civhttp.Options{OwnerToken: faultToken, Governs: []string{"genesis"}, Logger: discardLogger()}))
+	srv := civhttp.New(localnode.ServerOptions(c, civhttp.Options{OwnerToken: faultToken, Governs: []string{"genesis"}, Logger: discardLogger()}))
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	return &faultNode{core: c, url: hs.URL, token: faultToken}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/commands/servicenet/servicenettest"
 	"github.com/civnode/civnode/eventlog"
@@ -114,7 +115,7 @@ func TestFaultRegistryMidInvoke(t *testing.T) {
 	// serve's client (openRegistry), with a read timeout short enough for a test.
 	client, err := servicenet.New(servicenet.Config{BaseURL: fs.URL, NodeDID: eventlog.DIDKey(pub),
 		Sign: func(m []byte) []byte { return ed25519.Sign(faultKey, m) }, ReadTimeout: 300 * time.Millisecond,
-		Retries: registryReadRetries, Logger: discardLogger()})
+		Retries: localnode.RegistryReadRetries, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,17 +5,26 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/backup"
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/cmd/core"
 )
 
-func (m *Main) newImportCommand(g *globals) *cobra.Command {
-	var dataDirFlag, keyFile, published string
+// importCmd is civnode import: a data dir from an export bundle and the
+// node key, every event verified.
+type importCmd struct {
+	m                           *Main
+	g                           *globals
+	dataDir, keyFile, published string
+}
+
+func newImportCommand(m *Main, g *globals) *cobra.Command {
+	c := &importCmd{m: m, g: g}
 	cmd := &cobra.Command{
 		Use:   "import BUNDLE --key KEYFILE",
 		Short: "Make a data dir from an export bundle and the node key, every event verified",
@@ -34,37 +43,38 @@ civnode serve makes a new control token at its first start. With --published,
 import says how far behind the node's published checkpoint the bundle is.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if keyFile == "" {
+			if c.keyFile == "" {
 				return usageErrorf("--key is required: the node.key of the node that signed the bundle")
 			}
-			logger, err := m.logger(g)
-			if err != nil {
-				return err
-			}
-			return m.importBundle(cmd.Context(), args[0], keyFile, dataDirFlag, published, logger)
+			return c.run(cmd.Context(), args[0])
 		},
 	}
-	cmd.Flags().StringVar(&dataDirFlag, "data-dir", "", datadir.Help)
-	cmd.Flags().StringVar(&keyFile, "key", "", "the node key (PKCS#8 PEM, a node.key) of the node that signed the bundle")
-	cmd.Flags().StringVar(&published, "published", "", publishedHelp)
+	cmd.Flags().StringVar(&c.dataDir, "data-dir", "", datadir.Help)
+	cmd.Flags().StringVar(&c.keyFile, "key", "", "the node key (PKCS#8 PEM, a node.key) of the node that signed the bundle")
+	cmd.Flags().StringVar(&c.published, "published", "", behindHelp)
 	return cmd
 }
 
-func (m *Main) importBundle(ctx context.Context, src, keyFile, flag, published string, logger *slog.Logger) (err error) {
-	key, err := datadir.LoadNodeKey(keyFile, logger)
+func (c *importCmd) run(ctx context.Context, src string) (err error) {
+	m := c.m
+	logger, err := m.logger(c.g)
+	if err != nil {
+		return err
+	}
+	key, err := datadir.LoadNodeKey(c.keyFile, logger)
 	if err != nil {
 		return fmt.Errorf("--key: %w", err)
 	}
-	in, size, closeIn, err := m.openBundle(src)
+	in, size, closeIn, err := openBundle(m.Stdin, src)
 	if err != nil {
 		return err
 	}
 	defer closeIn()
-	dir, err := datadir.Resolve(flag, m.Getenv, m.HomeDir)
+	dir, err := datadir.Resolve(c.dataDir, m.Getenv, m.HomeDir)
 	if err != nil {
 		return err
 	}
-	undo, err := newTarget(dir)
+	undo, err := backup.NewTarget(string(dir))
 	if err != nil {
 		return err
 	}
@@ -76,30 +86,30 @@ func (m *Main) importBundle(ctx context.Context, src, keyFile, flag, published s
 	if err := datadir.WriteNodeKey(dir.KeyPath(), key); err != nil {
 		return err
 	}
-	node, err := openCore(ctx, dir, key, core.Config{Keys: keystore(dir)}, logger, logHooks{ingest: true})
+	n, err := localnode.Open(ctx, dir, key, core.Config{Keys: localnode.Keystore(dir)}, logger, localnode.Hooks{Ingest: true})
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := node.Close(); cerr != nil && err == nil {
+		if cerr := n.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("close event log: %w", cerr)
 		}
 	}()
 	r, done := m.progressReader("import", in, size)
-	rep, err := node.Log.ImportBundle(ctx, r, nil)
+	rep, err := n.Log.ImportBundle(ctx, r, nil)
 	done()
 	if err != nil {
 		return m.invalid(err)
 	}
 	fmt.Fprintf(m.Stdout, "imported %d events into %s\nnode      %s\ntip       seq %d, %s\n", rep.EventCount, dir, rep.NodeDID, rep.EventCount, rep.TipHash)
-	return m.reportBehind(ctx, node.Log, published)
+	return reportBehind(ctx, m.Stdout, m.Stderr, n.Log, c.published)
 }
 
 // openBundle opens a bundle file, or stdin for "-", with its size when known
 // (for the progress bar; -1 otherwise).
-func (m *Main) openBundle(src string) (io.Reader, int64, func(), error) {
+func openBundle(stdin io.Reader, src string) (io.Reader, int64, func(), error) {
 	if src == "-" {
-		return m.Stdin, -1, func() {}, nil
+		return stdin, -1, func() {}, nil
 	}
 	f, err := os.Open(src)
 	if err != nil {

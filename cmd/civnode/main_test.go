@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/eventlog"
 )
 
@@ -318,7 +319,7 @@ func appendNotes(t *testing.T, dir string, from, n int) {
 // openTestLog opens a stopped node's event log; the caller closes it.
 func openTestLog(t *testing.T, dir string) *eventlog.Log {
 	t.Helper()
-	l, err := openChain(datadir.Dir(dir), discardLogger())
+	l, err := localnode.OpenChain(datadir.Dir(dir), discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

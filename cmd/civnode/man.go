@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra/doc"
 )
 
-func (m *Main) newManCommand() *cobra.Command {
+func newManCommand(m *Main) *cobra.Command {
 	return &cobra.Command{
 		Use:   "man DIR",
 		Short: "Write the man pages of every command into DIR",

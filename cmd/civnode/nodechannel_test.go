@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/eventlog"
 	civhttp "github.com/civnode/civnode/http"
 )
@@ -362,7 +363,7 @@ func TestNodeChannelProvesEveryConnection(t *testing.T) {
 	dir := datadir.Dir(filepath.Join(t.TempDir(), "node"))
 	p := newProofServer(t, dir)
 	ctx := context.Background()
-	ch, err := openNodeChannel(ctx, dir, p.addr, discardLogger())
+	ch, err := localnode.Dial(ctx, dir, p.addr, discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,15 +447,15 @@ func TestNodeProofAnswers(t *testing.T) {
 				status, header, b := tc.answer(c.LocalAddr().String(), nonce)
 				fmt.Fprintf(c, "HTTP/1.1 %s\r\n%sContent-Length: %d\r\n\r\n%s", status, header, len(b), b)
 			})
-			conn, err := dialProvenNode(context.Background(), "DIR", tap.addr, pub)
+			conn, err := localnode.DialProven(context.Background(), "DIR", tap.addr, pub)
 			if conn != nil {
 				conn.Close()
 			}
 			switch {
 			case tc.errHas == "" && err != nil:
 				t.Errorf("refused a valid proof: %v", err)
-			case tc.errHas != "" && (err == nil || !errors.Is(err, errNodeUnproven) || !strings.Contains(err.Error(), tc.errHas)):
-				t.Errorf("error %v, want errNodeUnproven with %q", err, tc.errHas)
+			case tc.errHas != "" && (err == nil || !errors.Is(err, localnode.ErrUnproven) || !strings.Contains(err.Error(), tc.errHas)):
+				t.Errorf("error %v, want localnode.ErrUnproven with %q", err, tc.errHas)
 			}
 			tap.received(t)
 		})

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,13 +13,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/commands"
-	civhttp "github.com/civnode/civnode/http"
 	"github.com/civnode/civnode/oraclesock"
 )
 
-// oracleConfig is the command line shared by the oracle subcommands.
-type oracleConfig struct {
+// feedCmd is civnode oracle: the flags its subcommands share, and the way
+// to the oracle of the data dir they act on (feeds, subscriptions, pulls and
+// the credit balances they move).
+type feedCmd struct {
+	m       *Main
+	g       *globals
 	dataDir string
 	json    bool
 }
@@ -29,8 +32,8 @@ type oracleConfig struct {
 // commands refuse a payload over 64 KiB with their own message.
 const maxPayloadRead = 512 << 10
 
-func (m *Main) newOracleCommand(g *globals) *cobra.Command {
-	var cfg oracleConfig
+func newOracleCommand(m *Main, g *globals) *cobra.Command {
+	c := &feedCmd{m: m, g: g}
 	cmd := &cobra.Command{
 		Use:   "oracle",
 		Short: "Publish signed data feeds, subscribe to them and pull them for credits",
@@ -64,14 +67,14 @@ with nothing recorded; 2 a usage error.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	f := cmd.PersistentFlags()
-	f.StringVar(&cfg.dataDir, "data-dir", "", datadir.Help)
-	f.BoolVar(&cfg.json, "json", false, "print one JSON object (docs/oracle.md) instead of text")
+	f.StringVar(&c.dataDir, "data-dir", "", datadir.Help)
+	f.BoolVar(&c.json, "json", false, "print one JSON object (docs/oracle.md) instead of text")
 	cmd.AddCommand(
-		m.newOraclePublishCommand(g, &cfg),
-		m.newOracleSubscribeCommand(g, &cfg),
-		m.newOraclePullCommand(g, &cfg),
-		m.newOracleBalanceCommand(g, &cfg),
-		m.newOracleFeedsCommand(g, &cfg),
+		newOraclePublishCommand(c),
+		newOracleSubscribeCommand(c),
+		newOraclePullCommand(c),
+		newOracleBalanceCommand(c),
+		newOracleFeedsCommand(c),
 	)
 	return cmd
 }
@@ -89,7 +92,7 @@ func (fl *feedVersionFlags) add(cmd *cobra.Command, verb string) {
 }
 
 // check requires the flags and reads the payload.
-func (fl *feedVersionFlags) check(m *Main, cmd *cobra.Command) (json.RawMessage, error) {
+func (fl *feedVersionFlags) check(stdin io.Reader, cmd *cobra.Command) (json.RawMessage, error) {
 	name := cmd.Name()
 	switch {
 	case fl.as == "":
@@ -99,16 +102,16 @@ func (fl *feedVersionFlags) check(m *Main, cmd *cobra.Command) (json.RawMessage,
 	case !cmd.Flags().Changed("price"):
 		return nil, usageErrorf("%s needs --price N, in credits", name)
 	}
-	return m.readPayload(fl.payload)
+	return readPayload(stdin, fl.payload)
 }
 
 // readPayload resolves --payload: the JSON itself, @FILE or - (stdin). The
 // commands check that it is JSON.
-func (m *Main) readPayload(v string) (json.RawMessage, error) {
+func readPayload(stdin io.Reader, v string) (json.RawMessage, error) {
 	var r io.Reader
 	switch {
 	case v == "-":
-		r = m.Stdin
+		r = stdin
 	case strings.HasPrefix(v, "@"):
 		f, err := os.Open(v[1:])
 		if err != nil {
@@ -129,31 +132,7 @@ func (m *Main) readPayload(v string) (json.RawMessage, error) {
 	return b, nil
 }
 
-// checkPayload refuses a payload that is not JSON, which the oracle socket
-// could not carry to the node's commands, or not I-JSON, which the socket
-// refuses, with the commands' own error.
-func checkPayload(p json.RawMessage) error {
-	p = bytes.TrimSpace(p)
-	switch {
-	case len(p) == 0:
-		return commands.Missing("payload")
-	case !json.Valid(p):
-		return commands.Invalid("payload", "payload must be JSON")
-	}
-	// The rule of the oracle socket and of HTTP bodies, on both ways to the
-	// commands: a name twice in the payload is refused, not settled.
-	if err := civhttp.CheckIJSON(p); err != nil {
-		msg := err.Error()
-		var he *civhttp.Error
-		if errors.As(err, &he) {
-			msg = he.Message
-		}
-		return commands.Invalid("payload", "payload must be I-JSON (RFC 7493): %s", msg)
-	}
-	return nil
-}
-
-func (m *Main) newOraclePublishCommand(g *globals, cfg *oracleConfig) *cobra.Command {
+func newOraclePublishCommand(c *feedCmd) *cobra.Command {
 	var fl feedVersionFlags
 	cmd := &cobra.Command{
 		Use:   "publish FEED --as PUBLIC_ID --payload JSON --price N",
@@ -171,18 +150,18 @@ verifies a version against the publisher's DID. Numbers in the payload must be
 exact in a double (integers to ±2^53); put others in strings.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			payload, err := fl.check(m, cmd)
+			payload, err := fl.check(c.m.Stdin, cmd)
 			if err != nil {
 				return err
 			}
 			in := commands.PublishFeedInput{As: fl.as, Feed: args[0], Payload: payload, Price: &fl.price}
-			return oracleAction(m, cmd, g, cfg, func(ctx context.Context, svc oraclesock.Service) (commands.FeedVersion, error) {
-				if err := checkPayload(payload); err != nil {
+			return act(c, cmd, func(ctx context.Context, svc oraclesock.Service) (commands.FeedVersion, error) {
+				if err := oraclesock.CheckPayload(payload); err != nil {
 					return commands.FeedVersion{}, err
 				}
 				return svc.Publish(ctx, in)
 			}, func(v commands.FeedVersion) error {
-				_, err := fmt.Fprintf(m.Stdout, "published %s version %d as %s, price %d credits, signed by %s\nevent %s at %s\n",
+				_, err := fmt.Fprintf(c.m.Stdout, "published %s version %d as %s, price %d credits, signed by %s\nevent %s at %s\n",
 					v.Feed, v.Version, v.Publisher, v.Price, v.PublisherDID, v.EventID, v.PublishedAt)
 				return err
 			})
@@ -192,7 +171,7 @@ exact in a double (integers to ±2^53); put others in strings.`,
 	return cmd
 }
 
-func (m *Main) newOracleSubscribeCommand(g *globals, cfg *oracleConfig) *cobra.Command {
+func newOracleSubscribeCommand(c *feedCmd) *cobra.Command {
 	var as string
 	var maxPrice int64
 	cmd := &cobra.Command{
@@ -211,10 +190,10 @@ does not subscribe to its own feed.`,
 				return usageErrorf("subscribe needs --max-price N, the most it pays for one version, in credits")
 			}
 			in := commands.SubscribeInput{As: as, Feed: args[0], MaxPrice: &maxPrice}
-			return oracleAction(m, cmd, g, cfg, func(ctx context.Context, svc oraclesock.Service) (commands.Subscription, error) {
+			return act(c, cmd, func(ctx context.Context, svc oraclesock.Service) (commands.Subscription, error) {
 				return svc.Subscribe(ctx, in)
 			}, func(v commands.Subscription) error {
-				_, err := fmt.Fprintf(m.Stdout, "subscribed %s to %s, max price %d credits a version\nevent %s at %s\n",
+				_, err := fmt.Fprintf(c.m.Stdout, "subscribed %s to %s, max price %d credits a version\nevent %s at %s\n",
 					v.Subscriber, v.Feed, v.MaxPrice, v.EventID, v.SubscribedAt)
 				return err
 			})
@@ -225,7 +204,7 @@ does not subscribe to its own feed.`,
 	return cmd
 }
 
-func (m *Main) newOraclePullCommand(g *globals, cfg *oracleConfig) *cobra.Command {
+func newOraclePullCommand(c *feedCmd) *cobra.Command {
 	var as string
 	cmd := &cobra.Command{
 		Use:   "pull FEED --as PUBLIC_ID",
@@ -246,16 +225,16 @@ object instead.`,
 				return usageErrorf("pull needs --as PUBLIC_ID, the subscribed identity")
 			}
 			in := commands.PullInput{As: as, Feed: args[0]}
-			return oracleAction(m, cmd, g, cfg, func(ctx context.Context, svc oraclesock.Service) (commands.Pulled, error) {
+			return act(c, cmd, func(ctx context.Context, svc oraclesock.Service) (commands.Pulled, error) {
 				return svc.Pull(ctx, in)
 			}, func(v commands.Pulled) error {
 				paid := fmt.Sprintf("charged %d credits", v.Charged)
 				if v.Charged == 0 && v.SettledEventID == "" {
 					paid = "already paid for, charged nothing"
 				}
-				fmt.Fprintf(m.Stderr, "%s version %d by %s, signature verified; %s; %s has %d credits\n",
+				fmt.Fprintf(c.m.Stderr, "%s version %d by %s, signature verified; %s; %s has %d credits\n",
 					v.Feed.Feed, v.Feed.Version, v.Feed.Publisher, paid, as, v.Balance)
-				_, err := fmt.Fprintf(m.Stdout, "%s\n", v.Feed.Payload)
+				_, err := fmt.Fprintf(c.m.Stdout, "%s\n", v.Feed.Payload)
 				return err
 			})
 		},
@@ -264,7 +243,7 @@ object instead.`,
 	return cmd
 }
 
-func (m *Main) newOracleBalanceCommand(g *globals, cfg *oracleConfig) *cobra.Command {
+func newOracleBalanceCommand(c *feedCmd) *cobra.Command {
 	var agent string
 	cmd := &cobra.Command{
 		Use:   "balance [--agent PUBLIC_ID]",
@@ -276,7 +255,7 @@ names. It is the balance mission rewards are paid into and feed pulls move.`,
 			if cmd.Flags().Changed("agent") && agent == "" {
 				return usageErrorf("--agent needs a PUBLIC_ID")
 			}
-			return oracleAction(m, cmd, g, cfg, func(ctx context.Context, svc oraclesock.Service) (any, error) {
+			return act(c, cmd, func(ctx context.Context, svc oraclesock.Service) (any, error) {
 				bs, err := svc.Balances(ctx, agent)
 				if err != nil || agent == "" {
 					return oraclesock.BalanceList{Balances: bs}, err
@@ -293,7 +272,7 @@ names. It is the balance mission rewards are paid into and feed pulls move.`,
 				case oraclesock.Balance:
 					bs = append(bs, v)
 				}
-				tw := tabwriter.NewWriter(m.Stdout, 0, 8, 2, ' ', 0)
+				tw := tabwriter.NewWriter(c.m.Stdout, 0, 8, 2, ' ', 0)
 				fmt.Fprintln(tw, "PUBLIC_ID\tCREDIT\tAGENT_DID")
 				for _, b := range bs {
 					fmt.Fprintf(tw, "%s\t%d\t%s\n", b.PublicID, b.Credit, b.AgentDID)
@@ -306,17 +285,17 @@ names. It is the balance mission rewards are paid into and feed pulls move.`,
 	return cmd
 }
 
-func (m *Main) newOracleFeedsCommand(g *globals, cfg *oracleConfig) *cobra.Command {
+func newOracleFeedsCommand(c *feedCmd) *cobra.Command {
 	return &cobra.Command{
 		Use:   "feeds",
 		Short: "List every feed: its publisher, newest version, price, subscribers and earnings",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return oracleAction(m, cmd, g, cfg, func(ctx context.Context, svc oraclesock.Service) (oraclesock.FeedList, error) {
+			return act(c, cmd, func(ctx context.Context, svc oraclesock.Service) (oraclesock.FeedList, error) {
 				fs, err := svc.Feeds(ctx)
 				return oraclesock.FeedList{Feeds: fs}, err
 			}, func(v oraclesock.FeedList) error {
-				tw := tabwriter.NewWriter(m.Stdout, 0, 8, 2, ' ', 0)
+				tw := tabwriter.NewWriter(c.m.Stdout, 0, 8, 2, ' ', 0)
 				fmt.Fprintln(tw, "FEED\tPUBLISHER\tVERSION\tPRICE\tSUBSCRIBERS\tPULLS\tEARNED\tPUBLISHED_AT")
 				for _, f := range v.Feeds {
 					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n",
@@ -328,33 +307,33 @@ func (m *Main) newOracleFeedsCommand(g *globals, cfg *oracleConfig) *cobra.Comma
 	}
 }
 
-// oracleAction runs act on the oracle of the data dir and prints its result:
-// as one JSON object with --json, else with human.
-func oracleAction[T any](m *Main, cmd *cobra.Command, g *globals, cfg *oracleConfig,
-	act func(context.Context, oraclesock.Service) (T, error), human func(T) error) error {
-	err := m.withOracle(cmd.Context(), g, cfg, func(ctx context.Context, svc oraclesock.Service) error {
-		v, err := act(ctx, svc)
+// act runs do on the oracle of c's data dir and prints its result: as one
+// JSON object with --json, else with human. (A function, not a method of
+// feedCmd: Go methods take no type parameters.)
+func act[T any](c *feedCmd, cmd *cobra.Command, do func(context.Context, oraclesock.Service) (T, error), human func(T) error) error {
+	err := c.with(cmd.Context(), func(ctx context.Context, svc oraclesock.Service) error {
+		v, err := do(ctx, svc)
 		if err != nil {
 			return err
 		}
-		if cfg.json {
-			return printJSONLine(m.Stdout, v)
+		if c.json {
+			return printJSONLine(c.m.Stdout, v)
 		}
 		return human(v)
 	})
-	if err != nil && cfg.json && !isUsage(err) {
-		e := cliOracleError(err)
-		if perr := printJSONLine(m.Stdout, oraclesock.Response{Error: &e}); perr != nil {
+	if err != nil && c.json && !isUsage(err) {
+		e := failureOf(err)
+		if perr := printJSONLine(c.m.Stdout, oraclesock.Response{Error: &e}); perr != nil {
 			return errors.Join(err, perr)
 		}
 	}
 	return err
 }
 
-// cliOracleError is what --json prints for a failed command: the node's
+// failureOf is what --json prints for a failed command: the node's
 // answer, or for the CLI's own failures kind and code failed (data_dir_in_use
 // when a node holds the data dir but its oracle socket cannot be reached).
-func cliOracleError(err error) oraclesock.Failure {
+func failureOf(err error) oraclesock.Failure {
 	var ne *oraclesock.NodeError
 	if errors.As(err, &ne) {
 		return ne.Failure
@@ -382,40 +361,24 @@ func printJSONLine(w io.Writer, v any) error {
 	return nil
 }
 
-// withOracle runs do on the oracle of the data dir: through the oracle socket
-// of the node running on it, or, when none answers there, on the data dir
-// itself. The socket is tried first, so that while a node runs this process
-// never opens its database. A node that holds the database without an oracle
-// socket (a killed node's stale socket is refused, one too long a path is
-// never made) leaves nothing to do but say so.
-func (m *Main) withOracle(ctx context.Context, g *globals, cfg *oracleConfig, do func(context.Context, oraclesock.Service) error) (err error) {
-	logger, err := m.logger(g)
+// with runs do on the oracle of the data dir (localnode.OpenOracle).
+func (c *feedCmd) with(ctx context.Context, do func(context.Context, oraclesock.Service) error) (err error) {
+	logger, err := c.m.logger(c.g)
 	if err != nil {
 		return err
 	}
-	dir, err := datadir.Resolve(cfg.dataDir, m.Getenv, m.HomeDir)
+	dir, err := datadir.Resolve(c.dataDir, c.m.Getenv, c.m.HomeDir)
 	if err != nil {
 		return err
 	}
-	sock := dir.OracleSocketPath()
-	client, dialErr := oraclesock.Dial(ctx, sock)
-	if dialErr == nil {
-		defer client.Close()
-		logger.Debug("a node runs on the data dir; using its oracle socket", "path", sock)
-		return do(ctx, client)
-	}
-	logger.Debug("no node answers on the oracle socket; opening the data dir", "path", sock, "err", dialErr)
-	node, err := openExistingCore(ctx, dir, logger)
-	if errors.Is(err, datadir.ErrInUse) {
-		return fmt.Errorf("%w, but its oracle socket %s cannot be reached (%w); the node's log says why it serves none", err, sock, dialErr)
-	}
+	svc, closeSvc, err := localnode.OpenOracle(ctx, dir, logger)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := node.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close event log: %w", cerr)
+		if cerr := closeSvc(); cerr != nil && err == nil {
+			err = cerr
 		}
 	}()
-	return do(ctx, coreOracle{node})
+	return do(ctx, svc)
 }

@@ -72,7 +72,7 @@ func TestOracleSocket(t *testing.T) {
 	// A killed node's socket: the CLI works on the data dir, and the next
 	// node replaces it.
 	staleSocket(t, sock)
-	oracleCLI(t, f.dir, nil, 0, "feeds")
+	runFeedCLI(t, f.dir, nil, 0, "feeds")
 	n := startNodeArgs(t, f.dir, "--log-level", "debug")
 	fi, err := os.Lstat(sock)
 	if err != nil || fi.Mode().Type() != fs.ModeSocket || fi.Mode().Perm() != 0o600 {
@@ -168,7 +168,7 @@ func TestOracleSocket(t *testing.T) {
 	// The CLI holds a payload to the same rule, on the socket as on a
 	// stopped node's data dir (below).
 	var dup refusal
-	oracleJSON(t, f.dir, 1, &dup, "publish", "dup.feed", "--as", "ada", "--payload", `{"p":1,"p":2}`, "--price", "1")
+	runFeedJSON(t, f.dir, 1, &dup, "publish", "dup.feed", "--as", "ada", "--payload", `{"p":1,"p":2}`, "--price", "1")
 	if dup.Error.Code != "invalid_field" || dup.Error.Field != "payload" || !strings.Contains(dup.Error.Message, `field "p" appears more than once`) {
 		t.Errorf("publish of a payload with a name twice, node running: %+v", dup.Error)
 	}
@@ -196,7 +196,7 @@ func TestOracleSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ref refusal
-	res := oracleJSON(t, f.dir, 1, &ref, "publish", "news", "--as", "ada", "--payload", "1", "--price", "1")
+	res := runFeedJSON(t, f.dir, 1, &ref, "publish", "news", "--as", "ada", "--payload", "1", "--price", "1")
 	if !strings.Contains(res.stderr, "data dir in use by a running node") || !strings.Contains(res.stderr, "its oracle socket "+sock+" cannot be reached") ||
 		ref.Error.Code != "data_dir_in_use" {
 		t.Errorf("without the socket: stdout %q stderr %q", res.stdout, res.stderr)
@@ -206,7 +206,7 @@ func TestOracleSocket(t *testing.T) {
 		t.Errorf("oracle.sock after a clean stop: %v, want it gone", err)
 	}
 	dup = refusal{}
-	oracleJSON(t, f.dir, 1, &dup, "publish", "dup.feed", "--as", "ada", "--payload", `{"p":1,"p":2}`, "--price", "1")
+	runFeedJSON(t, f.dir, 1, &dup, "publish", "dup.feed", "--as", "ada", "--payload", `{"p":1,"p":2}`, "--price", "1")
 	if dup.Error.Code != "invalid_field" || dup.Error.Field != "payload" || !strings.Contains(dup.Error.Message, `field "p" appears more than once`) {
 		t.Errorf("publish of a payload with a name twice, node stopped: %+v", dup.Error)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/eventlog/events"
@@ -19,9 +20,9 @@ import (
 	"github.com/civnode/civnode/oraclesock"
 )
 
-// oracleFixture is a stopped node's data dir with three identities: ada
+// feedFixture is a stopped node's data dir with three identities: ada
 // publishes, bob has 20 credits from a settled mission, carol has none.
-type oracleFixture struct {
+type feedFixture struct {
 	dir     string
 	nodeKey ed25519.PrivateKey
 	dids    map[string]string // public_id → agent_did
@@ -33,13 +34,13 @@ type oracleFixture struct {
 
 // newOracleFixture creates the node in tmp and plays the set-up through the
 // commands of a core opened on its data dir, as an operator's API calls would.
-func newOracleFixture(t *testing.T, tmp string) *oracleFixture {
+func newOracleFixture(t *testing.T, tmp string) *feedFixture {
 	t.Helper()
 	dir := filepath.Join(tmp, "node")
 	startNode(t, dir).stop(t)
-	f := &oracleFixture{dir: dir, dids: map[string]string{}, salts: map[string]string{}}
+	f := &feedFixture{dir: dir, dids: map[string]string{}, salts: map[string]string{}}
 	ctx := context.Background()
-	node, err := openExistingCore(ctx, datadir.Dir(dir), discardLogger())
+	node, err := localnode.OpenExisting(ctx, datadir.Dir(dir), discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func newOracleFixture(t *testing.T, tmp string) *oracleFixture {
 }
 
 // agentKey is the private key of the identity slug, which the node derives.
-func (f *oracleFixture) agentKey(t *testing.T, slug string) ed25519.PrivateKey {
+func (f *feedFixture) agentKey(t *testing.T, slug string) ed25519.PrivateKey {
 	t.Helper()
 	k, err := commands.AgentKey(f.nodeKey, f.salts[slug])
 	if err != nil {
@@ -98,8 +99,8 @@ func (f *oracleFixture) agentKey(t *testing.T, slug string) ed25519.PrivateKey {
 	return k
 }
 
-// oracleCLI runs one oracle command on dir and requires its exit code.
-func oracleCLI(t *testing.T, dir string, stdin []byte, wantCode int, args ...string) cliResult {
+// runFeedCLI runs one oracle command on dir and requires its exit code.
+func runFeedCLI(t *testing.T, dir string, stdin []byte, wantCode int, args ...string) cliResult {
 	t.Helper()
 	res := runCLI(t, stdin, append(append([]string{"oracle"}, args...), "--data-dir", dir)...)
 	if res.code != wantCode {
@@ -112,10 +113,10 @@ func oracleCLI(t *testing.T, dir string, stdin []byte, wantCode int, args ...str
 // I-JSON, member names matched exactly, unknown members refused.
 func decodeStrict(b []byte, v any) error { return civhttp.DecodeIJSON(b, v) }
 
-// oracleJSON runs one oracle command with --json and decodes its one line.
-func oracleJSON(t *testing.T, dir string, wantCode int, v any, args ...string) cliResult {
+// runFeedJSON runs one oracle command with --json and decodes its one line.
+func runFeedJSON(t *testing.T, dir string, wantCode int, v any, args ...string) cliResult {
 	t.Helper()
-	res := oracleCLI(t, dir, nil, wantCode, append(args, "--json")...)
+	res := runFeedCLI(t, dir, nil, wantCode, append(args, "--json")...)
 	if strings.Count(res.stdout, "\n") != 1 || !strings.HasSuffix(res.stdout, "\n") {
 		t.Fatalf("civnode oracle %v --json: stdout %q, want one line", args, res.stdout)
 	}
@@ -132,10 +133,10 @@ type refusal struct {
 
 const ethUSD = `{"pair":"ETH/USD","price":"3120.55"}`
 
-// oracleScript plays publish → subscribe → pull and the price, balance and
+// feedScript plays publish → subscribe → pull and the price, balance and
 // signature rules on f's data dir, with or without a node running on it;
 // tip reads the chain's tip either way.
-func oracleScript(t *testing.T, f *oracleFixture, tip func() uint64) {
+func feedScript(t *testing.T, f *feedFixture, tip func() uint64) {
 	dir := f.dir
 	unchanged := func(before uint64, what string) {
 		t.Helper()
@@ -144,11 +145,11 @@ func oracleScript(t *testing.T, f *oracleFixture, tip func() uint64) {
 		}
 	}
 
-	res := oracleCLI(t, dir, nil, 0, "publish", "prices.eth-usd", "--as", "ada", "--payload", ethUSD, "--price", "5")
+	res := runFeedCLI(t, dir, nil, 0, "publish", "prices.eth-usd", "--as", "ada", "--payload", ethUSD, "--price", "5")
 	if want := "published prices.eth-usd version 1 as ada, price 5 credits, signed by " + f.dids["ada"] + "\nevent "; !strings.HasPrefix(res.stdout, want) {
 		t.Errorf("publish stdout %q, want prefix %q", res.stdout, want)
 	}
-	res = oracleCLI(t, dir, nil, 0, "subscribe", "prices.eth-usd", "--as", "bob", "--max-price", "4")
+	res = runFeedCLI(t, dir, nil, 0, "subscribe", "prices.eth-usd", "--as", "bob", "--max-price", "4")
 	if !strings.HasPrefix(res.stdout, "subscribed bob to prices.eth-usd, max price 4 credits a version\n") {
 		t.Errorf("subscribe stdout %q", res.stdout)
 	}
@@ -156,20 +157,20 @@ func oracleScript(t *testing.T, f *oracleFixture, tip func() uint64) {
 	// Price rules: above max_price is refused and records nothing; a higher
 	// max_price lets the pull through.
 	before := tip()
-	res = oracleCLI(t, dir, nil, 1, "pull", "prices.eth-usd", "--as", "bob")
+	res = runFeedCLI(t, dir, nil, 1, "pull", "prices.eth-usd", "--as", "bob")
 	if res.stdout != "" || !strings.Contains(res.stderr, "price_above_max: version 1 of prices.eth-usd costs 5 credits, above the max_price 4 of bob") {
 		t.Errorf("pull above max: stdout %q stderr %q", res.stdout, res.stderr)
 	}
 	var ref refusal
-	oracleJSON(t, dir, 1, &ref, "pull", "prices.eth-usd", "--as", "bob")
+	runFeedJSON(t, dir, 1, &ref, "pull", "prices.eth-usd", "--as", "bob")
 	if ref.Error.Kind != "conflict" || ref.Error.Code != "price_above_max" || ref.Error.Field != "feed" {
 		t.Errorf("pull above max --json: %+v", ref.Error)
 	}
 	unchanged(before, "a pull above max_price")
-	oracleCLI(t, dir, nil, 0, "subscribe", "prices.eth-usd", "--as", "bob", "--max-price", "10")
+	runFeedCLI(t, dir, nil, 0, "subscribe", "prices.eth-usd", "--as", "bob", "--max-price", "10")
 
 	// Balance rules: the first pull of a version pays, the next is free.
-	res = oracleCLI(t, dir, nil, 0, "pull", "prices.eth-usd", "--as", "bob")
+	res = runFeedCLI(t, dir, nil, 0, "pull", "prices.eth-usd", "--as", "bob")
 	if res.stdout != ethUSD+"\n" {
 		t.Errorf("pull stdout %q, want the payload alone", res.stdout)
 	}
@@ -177,14 +178,14 @@ func oracleScript(t *testing.T, f *oracleFixture, tip func() uint64) {
 		t.Errorf("pull stderr %q", res.stderr)
 	}
 	before = tip()
-	res = oracleCLI(t, dir, nil, 0, "pull", "prices.eth-usd", "--as", "bob")
+	res = runFeedCLI(t, dir, nil, 0, "pull", "prices.eth-usd", "--as", "bob")
 	if res.stdout != ethUSD+"\n" || !strings.Contains(res.stderr, "already paid for, charged nothing; bob has 15 credits") {
 		t.Errorf("second pull: stdout %q stderr %q", res.stdout, res.stderr)
 	}
 	unchanged(before, "a second pull of a paid version")
-	oracleCLI(t, dir, nil, 0, "subscribe", "prices.eth-usd", "--as", "carol", "--max-price", "10")
+	runFeedCLI(t, dir, nil, 0, "subscribe", "prices.eth-usd", "--as", "carol", "--max-price", "10")
 	before = tip()
-	res = oracleCLI(t, dir, nil, 1, "pull", "prices.eth-usd", "--as", "carol")
+	res = runFeedCLI(t, dir, nil, 1, "pull", "prices.eth-usd", "--as", "carol")
 	if res.stdout != "" || !strings.Contains(res.stderr, "insufficient_balance: carol has 0 credits; version 1 of prices.eth-usd costs 5") {
 		t.Errorf("pull without credit: stdout %q stderr %q", res.stdout, res.stderr)
 	}
@@ -192,9 +193,9 @@ func oracleScript(t *testing.T, f *oracleFixture, tip func() uint64) {
 
 	// A new version, its payload from stdin, charges again.
 	v2 := "{\n  \"pair\": \"ETH/USD\",\n  \"price\": \"3098.10\"\n}\n"
-	oracleCLI(t, dir, []byte(v2), 0, "publish", "prices.eth-usd", "--as", "ada", "--payload", "-", "--price", "6")
+	runFeedCLI(t, dir, []byte(v2), 0, "publish", "prices.eth-usd", "--as", "ada", "--payload", "-", "--price", "6")
 	var pulled commands.Pulled
-	oracleJSON(t, dir, 0, &pulled, "pull", "prices.eth-usd", "--as", "bob")
+	runFeedJSON(t, dir, 0, &pulled, "pull", "prices.eth-usd", "--as", "bob")
 	if pulled.Feed.Version != 2 || pulled.Charged != 6 || pulled.Balance != 9 || pulled.SettledEventID == "" ||
 		string(pulled.Feed.Payload) != `{"pair":"ETH/USD","price":"3098.10"}` || pulled.Feed.PublisherDID != f.dids["ada"] {
 		t.Errorf("pull of version 2: %+v", pulled)
@@ -207,7 +208,7 @@ func oracleScript(t *testing.T, f *oracleFixture, tip func() uint64) {
 	// her key_salt, over the documented bytes, which the payload's canonical
 	// form is part of; anyone holding the chain verifies it against her DID.
 	var v3 commands.FeedVersion
-	oracleJSON(t, dir, 0, &v3, "publish", "prices.eth-usd", "--as", "ada", "--payload", `{"b":2, "a":[1,"<&>"]}`, "--price", "7")
+	runFeedJSON(t, dir, 0, &v3, "publish", "prices.eth-usd", "--as", "ada", "--payload", `{"b":2, "a":[1,"<&>"]}`, "--price", "7")
 	signed := "civnode-oracle-feed-v1\n" + `{"feed":"prices.eth-usd","payload":{"a":[1,"<&>"],"b":2},"price":7,"publisher_did":"` +
 		f.dids["ada"] + `","version":3}`
 	sig, err := base64.StdEncoding.DecodeString(v3.Signature)
@@ -217,7 +218,7 @@ func oracleScript(t *testing.T, f *oracleFixture, tip func() uint64) {
 	}
 	// A number the chain cannot keep exactly is refused, not rounded.
 	before = tip()
-	res = oracleCLI(t, dir, nil, 1, "publish", "prices.eth-usd", "--as", "ada", "--payload", `{"n":12345678901234567891}`, "--price", "7")
+	res = runFeedCLI(t, dir, nil, 1, "publish", "prices.eth-usd", "--as", "ada", "--payload", `{"n":12345678901234567891}`, "--price", "7")
 	if !strings.Contains(res.stderr, "the number 12345678901234567891 cannot be kept exactly") {
 		t.Errorf("publish of an inexact number: stderr %q", res.stderr)
 	}
@@ -225,7 +226,7 @@ func oracleScript(t *testing.T, f *oracleFixture, tip func() uint64) {
 
 	// Balances are the identities' credits, moved by the pulls.
 	var bals oraclesock.BalanceList
-	oracleJSON(t, dir, 0, &bals, "balance")
+	runFeedJSON(t, dir, 0, &bals, "balance")
 	got := map[string]int64{}
 	for _, b := range bals.Balances {
 		got[b.PublicID] = b.Credit
@@ -237,21 +238,21 @@ func oracleScript(t *testing.T, f *oracleFixture, tip func() uint64) {
 		t.Errorf("balances %v", got)
 	}
 	var one oraclesock.Balance
-	oracleJSON(t, dir, 0, &one, "balance", "--agent", "ada")
+	runFeedJSON(t, dir, 0, &one, "balance", "--agent", "ada")
 	if one != (oraclesock.Balance{PublicID: "ada", AgentDID: f.dids["ada"], Credit: 11}) {
 		t.Errorf("balance --agent ada: %+v", one)
 	}
-	res = oracleCLI(t, dir, nil, 0, "balance", "--agent", "bob")
+	res = runFeedCLI(t, dir, nil, 0, "balance", "--agent", "bob")
 	if !regexp.MustCompile(`^PUBLIC_ID +CREDIT +AGENT_DID\nbob +9 +` + f.dids["bob"] + `\n$`).MatchString(res.stdout) {
 		t.Errorf("balance --agent bob:\n%s", res.stdout)
 	}
-	oracleJSON(t, dir, 1, &ref, "balance", "--agent", "nobody")
+	runFeedJSON(t, dir, 1, &ref, "balance", "--agent", "nobody")
 	if ref.Error.Code != "identity_not_found" || ref.Error.Field != "agent" {
 		t.Errorf("balance of an unknown identity: %+v", ref.Error)
 	}
 
 	var feeds oraclesock.FeedList
-	oracleJSON(t, dir, 0, &feeds, "feeds")
+	runFeedJSON(t, dir, 0, &feeds, "feeds")
 	if len(feeds.Feeds) != 1 {
 		t.Fatalf("feeds %+v", feeds)
 	}
@@ -259,7 +260,7 @@ func oracleScript(t *testing.T, f *oracleFixture, tip func() uint64) {
 		fd.Subscribers != 2 || fd.Pulls != 2 || fd.Earned != 11 || fd.EventID != v3.EventID || fd.PublishedAt != v3.PublishedAt {
 		t.Errorf("feed %+v", fd)
 	}
-	res = oracleCLI(t, dir, nil, 0, "feeds")
+	res = runFeedCLI(t, dir, nil, 0, "feeds")
 	if !regexp.MustCompile(`^FEED +PUBLISHER +VERSION +PRICE +SUBSCRIBERS +PULLS +EARNED +PUBLISHED_AT\n` +
 		`prices\.eth-usd +ada +3 +7 +2 +2 +11 +\S+Z\n$`).MatchString(res.stdout) {
 		t.Errorf("feeds:\n%s", res.stdout)
@@ -280,7 +281,7 @@ func oracleScript(t *testing.T, f *oracleFixture, tip func() uint64) {
 		{[]string{"subscribe", "nofeed", "--as", "bob", "--max-price", "9"}, "feed_not_found: no feed is named nofeed"},
 		{[]string{"pull", "prices.eth-usd", "--as", "ada"}, "not_subscribed: ada is not subscribed to prices.eth-usd"},
 	} {
-		res := oracleCLI(t, dir, nil, 1, c.args...)
+		res := runFeedCLI(t, dir, nil, 1, c.args...)
 		if res.stdout != "" || !strings.Contains(res.stderr, c.has) {
 			t.Errorf("oracle %v: stdout %q, stderr %q, want %q", c.args, res.stdout, res.stderr, c.has)
 		}
@@ -293,20 +294,20 @@ func oracleScript(t *testing.T, f *oracleFixture, tip func() uint64) {
 // the same shape: the same events with the same payloads but for the keys,
 // DIDs and signatures of two different nodes.
 func TestOracleBothPaths(t *testing.T) {
-	var offline, online *oracleFixture
+	var offline, online *feedFixture
 	var n *node
 	tmpOffline, tmpOnline := t.TempDir(), t.TempDir()
 	t.Run("paths", func(t *testing.T) {
 		t.Run("offline", func(t *testing.T) {
 			t.Parallel()
 			offline = newOracleFixture(t, tmpOffline)
-			oracleScript(t, offline, func() uint64 { return openTipSeq(t, offline.dir) })
+			feedScript(t, offline, func() uint64 { return openTipSeq(t, offline.dir) })
 		})
 		t.Run("online", func(t *testing.T) {
 			t.Parallel()
 			online = newOracleFixture(t, tmpOnline)
 			n = startNodeArgs(t, online.dir, "--log-level", "debug")
-			oracleScript(t, online, func() uint64 {
+			feedScript(t, online, func() uint64 {
 				var st stateBody
 				getJSON(t, n.url+"/v1/state", n.token, 200, &st)
 				return st.Chain.Seq
@@ -321,7 +322,7 @@ func TestOracleBothPaths(t *testing.T) {
 		t.Errorf("the node did not run the online commands; its log:\n%s", n.stderr)
 	}
 
-	a, b := oracleChain(t, offline), oracleChain(t, online)
+	a, b := feedChain(t, offline), feedChain(t, online)
 	if len(a) == 0 || strings.Join(a, "\n") != strings.Join(b, "\n") {
 		t.Errorf("the chains differ:\noffline:\n%s\nonline:\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
 	}
@@ -343,9 +344,9 @@ func TestOracleBothPaths(t *testing.T) {
 	}
 }
 
-// oracleChain is f's chain after its set-up, one line per event: its type and
+// feedChain is f's chain after its set-up, one line per event: its type and
 // its payload with every DID and signature masked.
-func oracleChain(t *testing.T, f *oracleFixture) []string {
+func feedChain(t *testing.T, f *feedFixture) []string {
 	t.Helper()
 	l := openTestLog(t, f.dir)
 	defer l.Close()
@@ -374,8 +375,8 @@ func oracleChain(t *testing.T, f *oracleFixture) []string {
 // nor paid for, and the pull exits 1 saying why.
 func TestOraclePullRefusesForgedFeed(t *testing.T) {
 	f := newOracleFixture(t, t.TempDir())
-	oracleCLI(t, f.dir, nil, 0, "publish", "wx.lisbon", "--as", "ada", "--payload", `{"temp_c":18.5}`, "--price", "2")
-	oracleCLI(t, f.dir, nil, 0, "subscribe", "wx.lisbon", "--as", "bob", "--max-price", "5")
+	runFeedCLI(t, f.dir, nil, 0, "publish", "wx.lisbon", "--as", "ada", "--payload", `{"temp_c":18.5}`, "--price", "2")
+	runFeedCLI(t, f.dir, nil, 0, "subscribe", "wx.lisbon", "--as", "bob", "--max-price", "5")
 
 	// Version 2 as ada signed it, with its payload changed afterwards.
 	signed, err := commands.FeedSigningBytes("wx.lisbon", f.dids["ada"], 2, 2, json.RawMessage(`{"temp_c":19}`))
@@ -385,7 +386,7 @@ func TestOraclePullRefusesForgedFeed(t *testing.T) {
 	forged := events.OracleFeedPublished{Feed: "wx.lisbon", Publisher: "ada", PublisherDID: f.dids["ada"], Version: 2, Price: 2,
 		Payload:   json.RawMessage(`{"temp_c":45}`),
 		Signature: base64.StdEncoding.EncodeToString(ed25519.Sign(f.agentKey(t, "ada"), signed))}
-	node, err := openExistingCore(context.Background(), datadir.Dir(f.dir), discardLogger())
+	node, err := localnode.OpenExisting(context.Background(), datadir.Dir(f.dir), discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +398,7 @@ func TestOraclePullRefusesForgedFeed(t *testing.T) {
 	}
 
 	before := openTipSeq(t, f.dir)
-	res := oracleCLI(t, f.dir, nil, 1, "pull", "wx.lisbon", "--as", "bob")
+	res := runFeedCLI(t, f.dir, nil, 1, "pull", "wx.lisbon", "--as", "bob")
 	if res.stdout != "" || !strings.Contains(res.stderr, "feed_unverified: version 2 of wx.lisbon is not delivered: the signature does not verify against "+f.dids["ada"]) {
 		t.Errorf("pull of a forged version: stdout %q stderr %q", res.stdout, res.stderr)
 	}
@@ -405,7 +406,7 @@ func TestOraclePullRefusesForgedFeed(t *testing.T) {
 		t.Errorf("the refused pull appended %d events", got-before)
 	}
 	var bal oraclesock.Balance
-	oracleJSON(t, f.dir, 0, &bal, "balance", "--agent", "bob")
+	runFeedJSON(t, f.dir, 0, &bal, "balance", "--agent", "bob")
 	if bal.Credit != 20 {
 		t.Errorf("bob has %d credits after a refused pull, want 20", bal.Credit)
 	}

@@ -27,7 +27,7 @@ func TestDoctorWithoutRegistry(t *testing.T) {
 	if !strings.Contains(res.stdout, ", registry none\n") {
 		t.Errorf("the header does not say there is no registry:\n%s", res.stdout)
 	}
-	status, line, fix := checkLine(t, res.stdout, "registry")
+	status, line, fix := reportLine(t, res.stdout, "registry")
 	if status != "ok" || !strings.HasPrefix(line, "not configured") || fix != "" {
 		t.Errorf("registry: %s %q (fix %q), want ok, not configured, no fix", status, line, fix)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/commands/servicenet/servicenettest"
 	"github.com/civnode/civnode/eventlog"
@@ -71,12 +72,12 @@ func TestServeProxiesRegistry(t *testing.T) {
 // and backoffs included.
 func TestRegistryTimeoutsFitTheRoute(t *testing.T) {
 	const routeTimeout = 60 * time.Second // http's registryHandlerTimeout
-	attempts := time.Duration(1 + registryReadRetries)
+	attempts := time.Duration(1 + localnode.RegistryReadRetries)
 	backoff := time.Duration(0)
-	for i := range registryReadRetries {
+	for i := range localnode.RegistryReadRetries {
 		backoff += min(servicenet.DefaultBackoffBase<<i, servicenet.DefaultBackoffMax)
 	}
-	if worst := attempts*registryReadTimeout + backoff; worst >= routeTimeout {
+	if worst := attempts*localnode.RegistryReadTimeout + backoff; worst >= routeTimeout {
 		t.Errorf("a hung read takes up to %v, past the route's %v", worst, routeTimeout)
 	}
 }

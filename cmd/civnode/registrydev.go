@@ -15,7 +15,7 @@ import (
 
 // newRegistryDevCommand is civnode registry-dev: a stand-in agent registry on
 // loopback, for trying the registry proxy on one machine (registrydev).
-func (m *Main) newRegistryDevCommand(g *globals) *cobra.Command {
+func newRegistryDevCommand(m *Main, g *globals) *cobra.Command {
 	var addr string
 	cmd := &cobra.Command{
 		Use:   "registry-dev",

@@ -4,20 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
-	"github.com/civnode/civnode/cmd/core"
-	"github.com/civnode/civnode/eventlog"
-	"github.com/civnode/civnode/projections"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 )
 
-func (m *Main) newReplayCommand(g *globals) *cobra.Command {
-	var dataDirFlag string
+// replayCmd is civnode replay: verify a stopped node's chain and rebuild
+// its read models from it.
+type replayCmd struct {
+	m       *Main
+	g       *globals
+	dataDir string
+}
+
+func newReplayCommand(m *Main, g *globals) *cobra.Command {
+	c := &replayCmd{m: m, g: g}
 	cmd := &cobra.Command{
 		Use:   "replay",
 		Short: "Verify the local chain and rebuild every read model from it",
@@ -34,60 +39,40 @@ replay.completed in the audit log.
 A chain that does not verify, or a store with a damaged block, ends it with
 exit 1 and verify's invalid: line, and the kept models stay live.`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			logger, err := m.logger(g)
-			if err != nil {
-				return err
-			}
-			return m.replay(cmd.Context(), dataDirFlag, logger)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) },
 	}
-	cmd.Flags().StringVar(&dataDirFlag, "data-dir", "", datadir.Help)
+	cmd.Flags().StringVar(&c.dataDir, "data-dir", "", datadir.Help)
 	return cmd
 }
 
-func (m *Main) replay(ctx context.Context, flag string, logger *slog.Logger) (err error) {
-	dir, err := datadir.Resolve(flag, m.Getenv, m.HomeDir)
+func (c *replayCmd) run(ctx context.Context) (err error) {
+	m := c.m
+	logger, err := m.logger(c.g)
 	if err != nil {
 		return err
 	}
-	node, err := openExistingCore(ctx, dir, logger)
+	dir, err := datadir.Resolve(c.dataDir, m.Getenv, m.HomeDir)
+	if err != nil {
+		return err
+	}
+	n, err := localnode.OpenExisting(ctx, dir, logger)
 	if errors.Is(err, datadir.ErrInUse) {
 		return fmt.Errorf("%w; stop the node first", err)
 	}
 	if err != nil {
 		return m.invalid(err)
 	}
-	chain := node.Log
+	chain := n.Log
 	defer func() {
-		if cerr := node.Close(); cerr != nil && err == nil {
+		if cerr := n.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("close event log: %w", cerr)
 		}
 	}()
-	progress, done := m.progress("verify", int64(chain.Tip().Seq))
-	rep, err := chain.Verify(ctx, progress)
-	done()
+	r, err := localnode.Replay(ctx, chain, m.progress)
 	if err != nil {
 		return m.invalid(err)
 	}
-	// Verify fixed the tip it checked; counting stops there too.
-	counts := map[string]uint64{}
-	if err := chain.Scan(1, rep.Events, func(ev *eventlog.Event) error {
-		counts[ev.Type]++
-		return ctx.Err()
-	}); err != nil {
-		return m.invalid(fmt.Errorf("count events: %w", err))
-	}
-	var onRebuild eventlog.RebuildProgress
-	rebuilt, done := m.progress("rebuild", int64(chain.Tip().Seq))
-	if rebuilt != nil {
-		onRebuild = func(seq, _ uint64) { rebuilt(seq) }
-	}
-	diff, err := chain.RebuildModels(ctx, onRebuild)
-	done()
-	if err != nil {
-		return m.invalid(fmt.Errorf("rebuild read models: %w", err))
-	}
+	counts, diff := r.Counts, r.Diff
 	tw := tabwriter.NewWriter(m.Stdout, 0, 8, 2, ' ', 0)
 	types := make([]string, 0, len(counts))
 	for t := range counts {
@@ -97,13 +82,9 @@ func (m *Main) replay(ctx context.Context, flag string, logger *slog.Logger) (er
 	for _, t := range types {
 		fmt.Fprintf(tw, "%s\t%d\n", t, counts[t])
 	}
-	fmt.Fprintf(tw, "total\t%d\n", rep.Events)
-	models, figures, err := modelSummary(node)
-	if err != nil {
-		return err
-	}
+	fmt.Fprintf(tw, "total\t%d\n", r.Verified.Events)
 	fmt.Fprintf(tw, "\nread models rebuilt\t\n")
-	for _, f := range figures {
+	for _, f := range r.Figures {
 		fmt.Fprintf(tw, "%s\t%v\n", f.Name, f.Value)
 	}
 	fmt.Fprintf(tw, "\ndifferences from the kept models\t%d\n", diff.Missing+diff.Extra+diff.Changed)
@@ -120,29 +101,5 @@ func (m *Main) replay(ctx context.Context, flag string, logger *slog.Logger) (er
 		logger.Warn("the kept read models differed from the chain; the rebuilt ones are live now",
 			"missing", diff.Missing, "extra", diff.Extra, "changed", diff.Changed)
 	}
-	if _, err := chain.Audit(ctx, "replay.completed", chain.NodeDID(), map[string]any{
-		"event_count": rep.Events, "chain_tip_hash": rep.TipHash, "types": counts, "models": models,
-		"model_differences": map[string]uint64{"missing": diff.Missing, "extra": diff.Extra, "changed": diff.Changed},
-	}); err != nil {
-		return fmt.Errorf("audit replay.completed: %w", err)
-	}
-	return nil
-}
-
-// modelSummary is what the read models hold, for replay's report (the
-// figures in the order they are printed) and its audit entry (by name).
-func modelSummary(node *core.Core) (map[string]any, []projections.Figure, error) {
-	byName := map[string]any{}
-	var figures []projections.Figure
-	for _, model := range projections.Models() {
-		fs, err := model.Summary(node.Log)
-		if err != nil {
-			return nil, nil, fmt.Errorf("summarise the %s model: %w", model.Name, err)
-		}
-		for _, f := range fs {
-			byName[f.Name] = f.Value
-		}
-		figures = append(figures, fs...)
-	}
-	return byName, figures, nil
+	return r.Record(ctx, chain)
 }

@@ -2,20 +2,13 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
-	"errors"
 	"fmt"
-	"log/slog"
 	"math"
-	"net"
-	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
-	"github.com/civnode/civnode/cmd/core"
-	"github.com/civnode/civnode/commands"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/eventlog"
 	civhttp "github.com/civnode/civnode/http"
 	"github.com/civnode/civnode/stream"
@@ -55,8 +48,16 @@ type serveConfig struct {
 	modelCache int64
 }
 
-func (m *Main) newServeCommand(g *globals) *cobra.Command {
-	var cfg serveConfig
+// serveCmd is civnode serve: its flags, and the node they configure.
+type serveCmd struct {
+	m   *Main
+	g   *globals
+	cfg serveConfig
+}
+
+func newServeCommand(m *Main, g *globals) *cobra.Command {
+	c := &serveCmd{m: m, g: g}
+	cfg := &c.cfg
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the node: the control API over the event log",
@@ -106,11 +107,7 @@ with Retry-After (health and the node proof are never held back). Every limit is
 			if err := cfg.check(); err != nil {
 				return err
 			}
-			logger, err := m.logger(g)
-			if err != nil {
-				return err
-			}
-			return m.serve(cmd.Context(), cfg, logger)
+			return c.run(cmd.Context())
 		},
 	}
 	f := cmd.Flags()
@@ -126,7 +123,7 @@ with Retry-After (health and the node proof are never held back). Every limit is
 	f.IntVar(&cfg.maxConnsPerAddr, "max-conns-per-addr", civhttp.DefaultMaxConnsPerAddr, "TCP connections one client address (IPv4 address, IPv6 /64) may hold at once; one more is answered 503 at once (0: no cap)")
 	f.StringVar(&cfg.catalog, "catalog", "", "game catalog JSON `FILE` (default: the catalog built into the binary; see docs/game.md)")
 	f.StringVar(&cfg.natsListen, "nats-listen", "", "open a NATS client port on `HOST:PORT` for observers (default: none, in-process only; port 0 picks a free port)")
-	f.StringVar(&cfg.registryURL, "registry-url", DefaultRegistryURL, "the agent registry the node proxies (`URL`; \"\": none, the registry routes answer 503 registry_not_configured); its credential is <data-dir>/registry.credential")
+	f.StringVar(&cfg.registryURL, "registry-url", localnode.DefaultRegistryURL, "the agent registry the node proxies (`URL`; \"\": none, the registry routes answer 503 registry_not_configured); its credential is <data-dir>/registry.credential")
 	f.StringVar(&cfg.natsLeaf, "nats-leaf", "", "join the NATS server or cluster at `URL` (its leafnodes port, nats://host:7422) as a leaf node")
 	f.IntVar(&cfg.natsMaxConns, "nats-max-conns", stream.DefaultMaxConns, "clients of the --nats-listen port at once; one more is refused as it connects (0: NATS's own cap, 65,536)")
 	f.IntVar(&cfg.natsMaxSubs, "nats-max-subs", stream.DefaultMaxSubs, "subscriptions of one --nats-listen client; one more is refused (0: no cap)")
@@ -194,185 +191,46 @@ func (cfg serveConfig) httpMaxConnsPerAddr() int {
 	return cfg.maxConnsPerAddr
 }
 
-// serve runs the node until ctx is done.
-func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) (err error) {
+// run runs the node until ctx is done.
+func (c *serveCmd) run(ctx context.Context) error {
+	cfg := c.cfg
+	logger, err := c.m.logger(c.g)
+	if err != nil {
+		return err
+	}
 	// First, so that a bad catalog file stops start-up before anything is created.
-	cat, err := loadCatalog(cfg.catalog)
+	cat, err := localnode.LoadCatalog(cfg.catalog)
 	if err != nil {
 		return err
 	}
-	dir, err := datadir.Resolve(cfg.dataDir, m.Getenv, m.HomeDir)
+	dir, err := datadir.Resolve(cfg.dataDir, c.m.Getenv, c.m.HomeDir)
 	if err != nil {
 		return err
 	}
-	if err := dir.Create(logger); err != nil {
-		return err
-	}
-	key, err := dir.ServeNodeKey(logger)
-	if err != nil {
-		return err
-	}
-	token, err := datadir.LoadOrCreateControlToken(dir.TokenPath(), logger)
-	if err != nil {
-		return err
-	}
-	// Before the log: its OnCommit publishes on it. A leaf link that comes up
-	// while the log opens is queued by peers and recorded once it is open.
-	peers := newPeerRecorder(logger)
-	st, err := stream.Start(stream.Options{
-		NodeDID: eventlog.DIDKey(key.Public().(ed25519.PublicKey)),
-		Listen:  cfg.natsListen, LeafURL: cfg.natsLeaf, OnPeer: peers.note, Logger: logger,
-		MaxConns: natsLimit(cfg.natsMaxConns), MaxSubs: natsLimit(cfg.natsMaxSubs), MaxPending: cfg.natsMaxPending,
-	})
-	if err != nil {
-		return err
-	}
-	closeStream := sync.OnceValue(st.Close)
-	defer func() {
-		if cerr := closeStream(); cerr != nil && err == nil {
-			err = fmt.Errorf("close nats: %w", cerr)
-		}
-	}()
-	logNATS(logger, st.Status())
-	// Before the log and the registry client, which report into it.
-	metrics := civhttp.NewMetrics()
 	build := readBuildInfo()
-	if err := metrics.SetBuildInfo(build.Version, build.Commit, build.GoVersion); err != nil {
-		return err
-	}
-	registry, err := openRegistry(dir, cfg.registryURL, key, logger, metrics.ObserveRegistry)
-	if err != nil {
-		return err
-	}
-	node, err := openCore(ctx, dir, key, core.Config{Catalog: cat, Governs: cfg.governs,
-		Keys: keystore(dir), Registry: registry}, logger,
-		logHooks{onCommit: st.Publish, onGroupCommit: metrics.ObserveGroupCommit, onTreeBuild: m.treeBuildBar(), modelCache: cfg.modelCache})
-	var ce *eventlog.ChainError
-	if errors.Is(err, eventlog.ErrCorrupt) {
-		return fmt.Errorf("%w; the node will not start on a damaged store: restore the data dir from a backup", err)
-	} else if errors.As(err, &ce) {
-		return fmt.Errorf("%w; the node will not start on a chain that does not verify", err)
-	}
-	if err != nil {
-		return err
-	}
-	// Runs before the stream's own deferred close: the peer recorder stops,
-	// then NATS, then the log, so nothing is published or recorded on a
-	// closed log.
-	recordCtx, stopRecording := context.WithCancel(context.WithoutCancel(ctx))
-	recorded := make(chan struct{})
-	checkpointsDone := make(chan struct{})
-	defer func() {
-		stopRecording()
-		<-recorded
-		<-checkpointsDone
-		if cerr := closeStream(); cerr != nil && err == nil {
-			err = fmt.Errorf("close nats: %w", cerr)
-		}
-		if cerr := node.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close event log: %w", cerr)
-		}
-	}()
-	chain := node.Log
-	go func() {
-		defer close(recorded)
-		peers.record(recordCtx, commands.NewPeers(chain))
-	}()
-	go func() {
-		defer close(checkpointsDone)
-		st.PublishCheckpoints(recordCtx, chain, stream.CheckpointInterval)
-	}()
-
-	ln, err := net.Listen("tcp", cfg.addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	addr := ln.Addr().String()
-	// After openCore: the database lock proves that a socket already in the
-	// data dir is stale.
-	if sock := listenControlSocket(dir.SocketPath(), logger); sock != nil {
-		ln = civhttp.MergeListeners(ln, sock)
-	}
-	version := buildVersion()
-	// Not ctx: a signal during start-up still leaves a started/stopped pair.
-	if _, err := chain.Audit(context.WithoutCancel(ctx), "node.started", chain.NodeDID(), map[string]any{
-		"addr": addr, "version": version, "tip_seq": chain.Tip().Seq,
-	}); err != nil {
-		ln.Close()
-		return fmt.Errorf("audit node.started: %w", err)
-	}
-	// After node.started, and closed before node.stopped, so that every
-	// oracle event of this run falls between the two.
-	oracle := startOracleSocket(ctx, dir.OracleSocketPath(), node, logger)
-	defer oracle.Close()
-	srv := civhttp.New(serverOptions(node, civhttp.Options{
-		OwnerToken:     token,
-		Governs:        cfg.governs,
-		Catalog:        cat,
-		PageBytes:      cfg.pageBytes,
-		ResponseBudget: cfg.responseBudget,
-		RateLimit:      cfg.httpRateLimit(),
-		RateBurst:      cfg.rateBurst,
-		MaxConns:       cfg.httpMaxConns(),
-		Logger:         logger,
-		Stream:         st,
-
-		MaxConnsPerAddr: cfg.httpMaxConnsPerAddr(),
-		Snapshot: func(ctx context.Context) (civhttp.Snapshot, error) {
-			snap, err := snapshotStore(ctx, chain, dir, time.Now())
-			return civhttp.Snapshot{Dir: snap.Dir, Backup: snap.Backup}, err
+	return localnode.Serve(ctx, localnode.Config{
+		Dir: dir, Addr: cfg.addr, Catalog: cat, RegistryURL: cfg.registryURL, ModelCache: cfg.modelCache,
+		HTTP: civhttp.Options{
+			Governs:         cfg.governs,
+			PageBytes:       cfg.pageBytes,
+			ResponseBudget:  cfg.responseBudget,
+			RateLimit:       cfg.httpRateLimit(),
+			RateBurst:       cfg.rateBurst,
+			MaxConns:        cfg.httpMaxConns(),
+			MaxConnsPerAddr: cfg.httpMaxConnsPerAddr(),
 		},
-		Metrics: metrics,
-	}))
-	logger.Info("serving", "addr", addr, "node_did", chain.NodeDID(), "data_dir", string(dir),
-		"tip_seq", chain.Tip().Seq, "version", version, "catalog_version", cat.Version, "registry", registryLabel(cfg.registryURL),
-		"rate_limit", cfg.rateLimit, "max_conns", cfg.maxConns, "max_conns_per_addr", cfg.maxConnsPerAddr)
-	if _, err := fmt.Fprintf(m.Stdout, "civnode listening on http://%s\n", addr); err != nil {
-		ln.Close()
-		return fmt.Errorf("print listening line: %w", err)
-	}
-	// A service manager (systemd, Type=notify) learns that the node serves,
-	// and, once ctx is done, that it is stopping; a failed notice is logged,
-	// not fatal: the node serves all the same.
-	if err := m.notifyServiceManager("READY=1\nSTATUS=serving on " + addr); err != nil {
-		logger.Warn("sd_notify", "err", err)
-	}
-	stopNotice := context.AfterFunc(ctx, func() {
-		if err := m.notifyServiceManager("STOPPING=1"); err != nil {
-			logger.Warn("sd_notify", "err", err)
-		}
+		NATS: stream.Options{Listen: cfg.natsListen, LeafURL: cfg.natsLeaf,
+			MaxConns: natsLimit(cfg.natsMaxConns), MaxSubs: natsLimit(cfg.natsMaxSubs), MaxPending: cfg.natsMaxPending},
+		Version: build.Version, Commit: build.Commit, GoVersion: build.GoVersion,
+		Settings:     []any{"rate_limit", cfg.rateLimit, "max_conns", cfg.maxConns, "max_conns_per_addr", cfg.maxConnsPerAddr},
+		Logger:       logger,
+		TreeBuildBar: c.m.treeBuildBar(),
+		Listening: func(addr string) error {
+			if _, err := fmt.Fprintf(c.m.Stdout, "civnode listening on http://%s\n", addr); err != nil {
+				return fmt.Errorf("print listening line: %w", err)
+			}
+			return nil
+		},
+		Notify: c.m.notifyServiceManager,
 	})
-	defer stopNotice()
-
-	// Serve returns nil once ctx is done and in-flight requests have finished;
-	// the stream's WebSocket clients are closed by then, and the stream server
-	// itself is closed by the deferred function above, after node.stopped.
-	serveErr := srv.Serve(ctx, ln)
-	if err := oracle.Close(); err != nil {
-		logger.Warn("stopping the oracle socket", "err", err)
-	}
-	// The stop is recorded although ctx, the reason for stopping, is done.
-	if _, err := chain.Audit(context.WithoutCancel(ctx), "node.stopped", chain.NodeDID(), map[string]any{
-		"tip_seq": chain.Tip().Seq,
-	}); err != nil {
-		return errors.Join(serveErr, fmt.Errorf("audit node.stopped: %w", err))
-	}
-	if serveErr != nil {
-		return serveErr
-	}
-	logger.Info("stopped", "tip_seq", chain.Tip().Seq)
-	return nil
-}
-
-// logNATS says whether the node opened a NATS port, and where its leaf link
-// goes (without the URL's credentials).
-func logNATS(logger *slog.Logger, st stream.Status) {
-	if st.NATS.Listen == "" {
-		logger.Info("nats in process only: no listener", "server_id", st.NATS.ServerID, "version", st.NATS.Version)
-	} else {
-		logger.Info("nats listening", "addr", st.NATS.Listen, "server_id", st.NATS.ServerID, "version", st.NATS.Version)
-	}
-	for _, l := range st.Leafs {
-		logger.Info("nats joins a hub as a leaf node", "remote", l.Remote)
-	}
 }

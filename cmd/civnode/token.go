@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -10,29 +9,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
-	"github.com/civnode/civnode/cmd/core"
+	"github.com/civnode/civnode/cmd/civnode/internal/admin"
 	"github.com/civnode/civnode/commands"
-	civhttp "github.com/civnode/civnode/http"
 )
 
-// tokenConfig is the command line shared by the token subcommands.
-type tokenConfig struct {
-	dataDir string
-	addr    string
-}
-
-// tokenAdmin is what the token subcommands do, either offline on the data dir
-// (offlineTokens) or through a running node's admin endpoints (onlineTokens).
-type tokenAdmin interface {
-	Create(ctx context.Context, kind, publicID string) (commands.IssuedToken, error)
-	Rotate(ctx context.Context, id string) (commands.IssuedToken, error)
-	Revoke(ctx context.Context, id string) (commands.Token, error)
-	List(ctx context.Context) ([]commands.Token, error)
-}
-
-func (m *Main) newTokenCommand(g *globals) *cobra.Command {
-	var cfg tokenConfig
+func newTokenCommand(m *Main, g *globals) *cobra.Command {
+	c := &owner{m: m, g: g}
 	cmd := &cobra.Command{
 		Use:   "token",
 		Short: "Issue, rotate, revoke and list agent and observer tokens",
@@ -56,19 +38,12 @@ this once and never stored:
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	f := cmd.PersistentFlags()
-	f.StringVar(&cfg.dataDir, "data-dir", "", datadir.Help)
-	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "address HOST:PORT of the node running on --data-dir, used when its control.sock cannot be reached")
-	cmd.AddCommand(
-		m.newTokenCreateCommand(g, &cfg),
-		m.newTokenRotateCommand(g, &cfg),
-		m.newTokenRevokeCommand(g, &cfg),
-		m.newTokenListCommand(g, &cfg),
-	)
+	c.flags(cmd.PersistentFlags())
+	cmd.AddCommand(newTokenCreateCommand(c), newTokenRotateCommand(c), newTokenRevokeCommand(c), newTokenListCommand(c))
 	return cmd
 }
 
-func (m *Main) newTokenCreateCommand(g *globals, cfg *tokenConfig) *cobra.Command {
+func newTokenCreateCommand(c *owner) *cobra.Command {
 	var actsFor string
 	var observer bool
 	cmd := &cobra.Command{
@@ -85,12 +60,12 @@ func (m *Main) newTokenCreateCommand(g *globals, cfg *tokenConfig) *cobra.Comman
 			case actsFor == "":
 				return usageErrorf("token create needs --acts-for PUBLIC_ID or --observer")
 			}
-			return m.withTokenAdmin(cmd.Context(), g, cfg, func(ctx context.Context, admin tokenAdmin) error {
-				issued, err := admin.Create(ctx, kind, actsFor)
+			return c.with(cmd.Context(), func(ctx context.Context, a *admin.Owner) error {
+				issued, err := a.Tokens.Create(ctx, kind, actsFor)
 				if err != nil {
 					return err
 				}
-				return m.printIssued(issued, "created")
+				return printIssued(c.m.Stdout, c.m.Stderr, issued, "created")
 			})
 		},
 	}
@@ -99,112 +74,69 @@ func (m *Main) newTokenCreateCommand(g *globals, cfg *tokenConfig) *cobra.Comman
 	return cmd
 }
 
-func (m *Main) newTokenRotateCommand(g *globals, cfg *tokenConfig) *cobra.Command {
+func newTokenRotateCommand(c *owner) *cobra.Command {
 	return &cobra.Command{
 		Use:   "rotate TOKEN_ID",
 		Short: "Give a token a new secret; prints it on stdout, the old one stops working",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return m.withTokenAdmin(cmd.Context(), g, cfg, func(ctx context.Context, admin tokenAdmin) error {
-				issued, err := admin.Rotate(ctx, args[0])
+			return c.with(cmd.Context(), func(ctx context.Context, a *admin.Owner) error {
+				issued, err := a.Tokens.Rotate(ctx, args[0])
 				if err != nil {
 					return err
 				}
-				return m.printIssued(issued, "rotated")
+				return printIssued(c.m.Stdout, c.m.Stderr, issued, "rotated")
 			})
 		},
 	}
 }
 
-func (m *Main) newTokenRevokeCommand(g *globals, cfg *tokenConfig) *cobra.Command {
+func newTokenRevokeCommand(c *owner) *cobra.Command {
 	return &cobra.Command{
 		Use:   "revoke TOKEN_ID",
 		Short: "Stop a token from working; it stays listed as revoked",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return m.withTokenAdmin(cmd.Context(), g, cfg, func(ctx context.Context, admin tokenAdmin) error {
-				t, err := admin.Revoke(ctx, args[0])
+			return c.with(cmd.Context(), func(ctx context.Context, a *admin.Owner) error {
+				t, err := a.Tokens.Revoke(ctx, args[0])
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintf(m.Stderr, "revoked %s token %s\n", t.Kind, t.ID)
+				_, err = fmt.Fprintf(c.m.Stderr, "revoked %s token %s\n", t.Kind, t.ID)
 				return err
 			})
 		},
 	}
 }
 
-func (m *Main) newTokenListCommand(g *globals, cfg *tokenConfig) *cobra.Command {
+func newTokenListCommand(c *owner) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List every token, revoked ones included (never their secrets)",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return m.withTokenAdmin(cmd.Context(), g, cfg, func(ctx context.Context, admin tokenAdmin) error {
-				tokens, err := admin.List(ctx)
+			return c.with(cmd.Context(), func(ctx context.Context, a *admin.Owner) error {
+				tokens, err := a.Tokens.List(ctx)
 				if err != nil {
 					return err
 				}
-				return printTokenTable(m.Stdout, tokens)
+				return printTokenTable(c.m.Stdout, tokens)
 			})
 		},
 	}
 }
 
-// withTokenAdmin runs do against the running node of the data dir if there is
-// one, else against the data dir itself.
-func (m *Main) withTokenAdmin(ctx context.Context, g *globals, cfg *tokenConfig, do func(context.Context, tokenAdmin) error) error {
-	return m.withNodeAdmin(ctx, g, cfg,
-		func(ctx context.Context, node *core.Core) error { return do(ctx, offlineTokens{node.Tokens}) },
-		func(ctx context.Context, ch *civhttp.Client) error { return do(ctx, &onlineTokens{ch: ch}) })
-}
-
-// withNodeAdmin runs online against the node running on the data dir, through
-// its admin endpoints, when one runs (the node holds the database), and
-// offline against the data dir itself when none does: the two ways of working
-// of token and wallet.
-func (m *Main) withNodeAdmin(ctx context.Context, g *globals, cfg *tokenConfig,
-	offline func(context.Context, *core.Core) error, online func(context.Context, *civhttp.Client) error) (err error) {
-	logger, err := m.logger(g)
-	if err != nil {
-		return err
-	}
-	dir, err := datadir.Resolve(cfg.dataDir, m.Getenv, m.HomeDir)
-	if err != nil {
-		return err
-	}
-	node, err := openExistingCore(ctx, dir, logger)
-	if errors.Is(err, datadir.ErrInUse) {
-		ch, err := openNodeChannel(ctx, dir, cfg.addr, logger)
-		if err != nil {
-			return err
-		}
-		defer ch.Close()
-		logger.Debug("a node runs on the data dir; using its admin endpoints", "via", ch.Via)
-		return online(ctx, ch)
-	}
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := node.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close event log: %w", cerr)
-		}
-	}()
-	return offline(ctx, node)
-}
-
 // printIssued prints the secret alone on stdout, so that $(civnode token create …)
 // captures exactly the secret, and what it is on stderr.
-func (m *Main) printIssued(t commands.IssuedToken, verb string) error {
-	if _, err := fmt.Fprintln(m.Stdout, t.Secret); err != nil {
+func printIssued(stdout, stderr io.Writer, t commands.IssuedToken, verb string) error {
+	if _, err := fmt.Fprintln(stdout, t.Secret); err != nil {
 		return fmt.Errorf("print token: %w", err)
 	}
 	what := fmt.Sprintf("%s %s token %s", verb, t.Kind, t.ID)
 	if t.Kind == commands.ActorAgent {
 		what += fmt.Sprintf(" acting for %s (%s)", t.PublicID, t.AgentDID)
 	}
-	_, err := fmt.Fprintf(m.Stderr, "%s; the secret on stdout is shown only this once\n", what)
+	_, err := fmt.Fprintf(stderr, "%s; the secret on stdout is shown only this once\n", what)
 	return err
 }
 
@@ -232,9 +164,3 @@ func tableTime(t time.Time) string {
 	}
 	return t.UTC().Format(time.RFC3339)
 }
-
-// Both ways of working satisfy tokenAdmin.
-var (
-	_ tokenAdmin = offlineTokens{}
-	_ tokenAdmin = (*onlineTokens)(nil)
-)

@@ -2,17 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 
 	"github.com/spf13/cobra"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/transparency"
 )
 
-func (m *Main) newTransparencyCommand(g *globals) *cobra.Command {
+func newTransparencyCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "transparency",
 		Short: "Publish the chain's Merkle tree as static tiles, check a node's checkpoints, prove an event's inclusion",
@@ -35,9 +34,9 @@ that need only a node's URL and an owner or observer token.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(
-		m.newTransparencyPublishCommand(g),
-		m.newTransparencyCheckCommand(g),
-		m.newTransparencyProveCommand(g),
+		newTransparencyPublishCommand(m, g),
+		newTransparencyCheckCommand(m, g),
+		newTransparencyProveCommand(m, g),
 	)
 	return cmd
 }
@@ -47,42 +46,21 @@ that need only a node's URL and an owner or observer token.`,
 const tokenEnv = "CIVNODE_TOKEN"
 
 // observerToken is --token, else $CIVNODE_TOKEN.
-func (m *Main) observerToken(flag string) string {
+func observerToken(getenv func(string) string, flag string) string {
 	if flag != "" {
 		return flag
 	}
-	return m.Getenv(tokenEnv)
+	return getenv(tokenEnv)
 }
 
-// openLocalSource opens the tree of the node of a data dir: through the
-// running node's API when one holds the data dir (reached as token and
-// wallet reach it, nodechannel.go), else the log itself. The caller calls
-// closeFn.
-func (m *Main) openLocalSource(ctx context.Context, logger *slog.Logger, dataDirFlag, addr string) (src transparency.Source, closeFn func() error, err error) {
+// openSource opens the tree of the node of the data dir dataDirFlag names
+// (localnode.OpenSource). The caller calls closeFn.
+func openSource(ctx context.Context, m *Main, logger *slog.Logger, dataDirFlag, addr string) (src transparency.Source, closeFn func() error, err error) {
 	dir, err := datadir.Resolve(dataDirFlag, m.Getenv, m.HomeDir)
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := openChain(dir, logger)
-	if errors.Is(err, datadir.ErrInUse) {
-		ch, err := openNodeChannel(ctx, dir, addr, logger)
-		if err != nil {
-			return nil, nil, err
-		}
-		logger.Debug("a node runs on the data dir; reading its tree through its API", "via", ch.Via)
-		c := transparency.NewClient(ch.HTTP, ch.Base, ch.Token, ch.Via)
-		return transparency.APISource(c), func() error { ch.Close(); return nil }, nil
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	closeFn = func() error {
-		if err := l.Close(); err != nil {
-			return fmt.Errorf("close event log: %w", err)
-		}
-		return nil
-	}
-	return transparency.LogSource(l, string(dir)), closeFn, nil
+	return localnode.OpenSource(ctx, dir, addr, logger)
 }
 
 // observerClient is a client of the node at addr with token; an address it

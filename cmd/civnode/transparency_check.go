@@ -9,7 +9,10 @@ import (
 	"github.com/civnode/civnode/transparency"
 )
 
-type checkConfig struct {
+// monitorCmd is civnode transparency check: a monitor of a node's
+// transparency log.
+type monitorCmd struct {
+	m           *Main
 	addr        string
 	tiles       string
 	token       string
@@ -19,8 +22,8 @@ type checkConfig struct {
 	verbose     bool
 }
 
-func (m *Main) newTransparencyCheckCommand(g *globals) *cobra.Command {
-	var cfg checkConfig
+func newTransparencyCheckCommand(m *Main, _ *globals) *cobra.Command {
+	cfg := &monitorCmd{m: m}
 	cmd := &cobra.Command{
 		Use:   "check (--addr URL --token T | --tiles URL) --state FILE [--verifier-key VKEY]",
 		Short: "Verify a node's signed checkpoint and that its log only grew since the last check",
@@ -75,7 +78,7 @@ problem or any other failure, 2 a mistake on the command line.`,
 				}
 				host = transparency.TilesHost(c)
 			} else {
-				token := m.observerToken(cfg.token)
+				token := observerToken(m.Getenv, cfg.token)
 				if token == "" {
 					return usageErrorf("transparency check needs an owner or observer token: --token T or $%s", tokenEnv)
 				}
@@ -87,7 +90,7 @@ problem or any other failure, 2 a mistake on the command line.`,
 			defer c.Close()
 			rep, err := transparency.Check(cmd.Context(), host, c.Base(), transparency.CheckOptions{State: cfg.state, VerifierKey: cfg.verifierKey})
 			rep.BytesTransferred = c.Transferred()
-			return m.printCheck(cfg, c.Via(), rep, err)
+			return cfg.print(c.Via(), rep, err)
 		},
 	}
 	f := cmd.Flags()
@@ -101,9 +104,10 @@ problem or any other failure, 2 a mistake on the command line.`,
 	return cmd
 }
 
-// printCheck prints the report, a line or a JSON object, and returns the
-// error that makes the exit status.
-func (m *Main) printCheck(cfg checkConfig, via string, rep transparency.Report, err error) error {
+// print prints the report, a line or a JSON object, and returns the error
+// that makes the exit status.
+func (cfg *monitorCmd) print(via string, rep transparency.Report, err error) error {
+	m := cfg.m
 	if err != nil && rep.Result == "" {
 		rep.Result = "error"
 	}
@@ -123,7 +127,7 @@ func (m *Main) printCheck(cfg checkConfig, via string, rep transparency.Report, 
 		}
 		return fmt.Errorf("transparency check of %s: %w", via, err)
 	}
-	line := checkSummaryLine(rep)
+	line := summaryLine(rep)
 	if cfg.verbose {
 		line += fmt.Sprintf(" (%d bytes transferred)", rep.BytesTransferred)
 	}
@@ -131,7 +135,7 @@ func (m *Main) printCheck(cfg checkConfig, via string, rep transparency.Report, 
 	return perr
 }
 
-func checkSummaryLine(rep transparency.Report) string {
+func summaryLine(rep transparency.Report) string {
 	switch rep.Result {
 	case "trusted":
 		return fmt.Sprintf("trusted %s on first use: tree size %d, root %s; key %s stored", rep.Origin, rep.TreeSize, rep.RootHash, rep.VerifierKey)

@@ -11,15 +11,19 @@ import (
 	"github.com/civnode/civnode/transparency"
 )
 
-type proveConfig struct {
+// proveCmd is civnode transparency prove: the proof that one event is in
+// the node's tree.
+type proveCmd struct {
+	m        *Main
+	g        *globals
 	treeSize int64
 	addr     string
 	token    string
 	dataDir  string
 }
 
-func (m *Main) newTransparencyProveCommand(g *globals) *cobra.Command {
-	var cfg proveConfig
+func newTransparencyProveCommand(m *Main, g *globals) *cobra.Command {
+	cfg := &proveCmd{m: m, g: g}
 	cmd := &cobra.Command{
 		Use:   "prove SEQ [--tree-size N] [--addr URL --token T | --data-dir DIR]",
 		Short: "Print the proof that the event with SEQ is in the node's tree, checkable offline",
@@ -56,13 +60,13 @@ the data dir, where --tree-size may name any earlier tree.`,
 				return usageErrorf("give --token to ask a node at --addr, or --data-dir, not both")
 			case !cmd.Flags().Changed("data-dir"):
 				// An explicit --data-dir wins over a token in the environment.
-				token = m.observerToken(cfg.token)
+				token = observerToken(m.Getenv, cfg.token)
 			}
 			logger, err := m.logger(g)
 			if err != nil {
 				return err
 			}
-			return m.prove(cmd.Context(), logger, cfg, token, seq)
+			return cfg.run(cmd.Context(), logger, token, seq)
 		},
 	}
 	f := cmd.Flags()
@@ -73,7 +77,8 @@ the data dir, where --tree-size may name any earlier tree.`,
 	return cmd
 }
 
-func (m *Main) prove(ctx context.Context, logger *slog.Logger, cfg proveConfig, token string, seq uint64) (err error) {
+func (cfg *proveCmd) run(ctx context.Context, logger *slog.Logger, token string, seq uint64) (err error) {
+	m := cfg.m
 	var src transparency.Source
 	if token != "" {
 		c, err := observerClient(cfg.addr, token)
@@ -83,7 +88,7 @@ func (m *Main) prove(ctx context.Context, logger *slog.Logger, cfg proveConfig, 
 		defer c.Close()
 		src = transparency.APISource(c)
 	} else {
-		s, closeSrc, err := m.openLocalSource(ctx, logger, cfg.dataDir, cfg.addr)
+		s, closeSrc, err := openSource(ctx, m, logger, cfg.dataDir, cfg.addr)
 		if err != nil {
 			return err
 		}

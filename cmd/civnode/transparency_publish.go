@@ -14,14 +14,18 @@ import (
 	"github.com/civnode/civnode/transparency"
 )
 
-type publishConfig struct {
+// treeDirCmd is civnode transparency publish: the tree's tiles and signed
+// checkpoint written to a directory, for a static host.
+type treeDirCmd struct {
+	m       *Main
+	g       *globals
 	dir     string
 	dataDir string
 	addr    string
 }
 
-func (m *Main) newTransparencyPublishCommand(g *globals) *cobra.Command {
-	var cfg publishConfig
+func newTransparencyPublishCommand(m *Main, g *globals) *cobra.Command {
+	cfg := &treeDirCmd{m: m, g: g}
 	cmd := &cobra.Command{
 		Use:   "publish --dir DIR [--data-dir DIR] [--addr HOST:PORT]",
 		Short: "Write the tree's hash tiles and signed checkpoint to a directory, for a static host",
@@ -61,7 +65,7 @@ token does), or from the data dir itself when no node runs.`,
 			if err != nil {
 				return err
 			}
-			return m.publish(cmd.Context(), logger, cfg)
+			return cfg.run(cmd.Context(), logger)
 		},
 	}
 	f := cmd.Flags()
@@ -71,12 +75,13 @@ token does), or from the data dir itself when no node runs.`,
 	return cmd
 }
 
-func (m *Main) publish(ctx context.Context, logger *slog.Logger, cfg publishConfig) (err error) {
+func (cfg *treeDirCmd) run(ctx context.Context, logger *slog.Logger) (err error) {
+	m := cfg.m
 	dir, err := filepath.Abs(cfg.dir)
 	if err != nil {
 		return fmt.Errorf("publish directory: %w", err)
 	}
-	src, closeSrc, err := m.openLocalSource(ctx, logger, cfg.dataDir, cfg.addr)
+	src, closeSrc, err := openSource(ctx, m, logger, cfg.dataDir, cfg.addr)
 	if err != nil {
 		return err
 	}
@@ -89,38 +94,39 @@ func (m *Main) publish(ctx context.Context, logger *slog.Logger, cfg publishConf
 		Repaired: func(path string) {
 			fmt.Fprintf(m.Stderr, "civnode: %s did not match the node's tree (changed or lost since it was published); written again\n", path)
 		},
-		Progress: m.tileProgress,
+		Progress: cfg.progress,
 	})
 	if err != nil {
 		return err
 	}
-	return m.printPublished(dir, p)
+	return cfg.print(dir, p)
 }
 
-func (m *Main) printPublished(dir string, p transparency.Published) error {
+func (cfg *treeDirCmd) print(dir string, p transparency.Published) error {
 	old, head, written, kept, repaired := p.Old, p.Head, p.Written, p.Kept, p.Repaired
 	var what string
 	switch {
 	case old.Size == head.Size:
 		what = "already published, nothing to write"
 	case old.Size == 0:
-		what = fmt.Sprintf("%s written, checkpoint written", tileCount(written))
+		what = fmt.Sprintf("%s written, checkpoint written", inTiles(written))
 	default:
-		what = fmt.Sprintf("%s written, checkpoint moved from tree size %d", tileCount(written), old.Size)
+		what = fmt.Sprintf("%s written, checkpoint moved from tree size %d", inTiles(written), old.Size)
 	}
 	if kept > 0 {
-		what += fmt.Sprintf(" (%s already there from a run cut short)", tileCount(kept))
+		what += fmt.Sprintf(" (%s already there from a run cut short)", inTiles(kept))
 	}
 	if repaired > 0 {
-		what += fmt.Sprintf("; rewrote %s of the published tree that did not match the node's", tileCount(repaired))
+		what += fmt.Sprintf("; rewrote %s of the published tree that did not match the node's", inTiles(repaired))
 	}
-	_, err := fmt.Fprintf(m.Stdout, "published %s tree size %d, root %s, to %s: %s\n", p.Origin, head.Size, transparency.B64(head.Root), dir, what)
+	_, err := fmt.Fprintf(cfg.m.Stdout, "published %s tree size %d, root %s, to %s: %s\n", p.Origin, head.Size, transparency.B64(head.Root), dir, what)
 	return err
 }
 
-// tileProgress draws a bar of tiles on stderr when it is a terminal and there
+// progress draws a bar of tiles on stderr when it is a terminal and there
 // are enough tiles to wait for (a first publish of a large tree).
-func (m *Main) tileProgress(total int) (func(int), func()) {
+func (cfg *treeDirCmd) progress(total int) (func(int), func()) {
+	m := cfg.m
 	if total < 1000 || !isTerminal(m.Stderr) {
 		return func(int) {}, func() {}
 	}
@@ -136,8 +142,8 @@ func (m *Main) tileProgress(total int) (func(int), func()) {
 	return func(n int) { bar.Set(n) }, func() { bar.Finish() }
 }
 
-// tileCount counts tiles in words.
-func tileCount(n int) string {
+// inTiles counts tiles in words.
+func inTiles(n int) string {
 	if n == 1 {
 		return "1 tile"
 	}

@@ -16,17 +16,17 @@ import (
 	"github.com/civnode/civnode/transparency"
 )
 
-// publishedFile is a file of a publish directory as a test saw it.
-type publishedFile struct {
+// servedFile is a file of a publish directory as a test saw it.
+type servedFile struct {
 	info fs.FileInfo
 	data []byte
 }
 
 // trPublished reads every file of a publish directory but publish's own
 // lock, keyed by slash path.
-func trPublished(t *testing.T, pub string) map[string]publishedFile {
+func trPublished(t *testing.T, pub string) map[string]servedFile {
 	t.Helper()
-	files := map[string]publishedFile{}
+	files := map[string]servedFile{}
 	err := filepath.WalkDir(pub, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -40,7 +40,7 @@ func trPublished(t *testing.T, pub string) map[string]publishedFile {
 			return err
 		}
 		data, err := os.ReadFile(path)
-		files[filepath.ToSlash(rel)] = publishedFile{info: info, data: data}
+		files[filepath.ToSlash(rel)] = servedFile{info: info, data: data}
 		return err
 	})
 	if err != nil {
@@ -131,13 +131,13 @@ func requirePublished(t *testing.T, pub, url, token string, sizes ...int64) {
 	}
 }
 
-var publishedLine = regexp.MustCompile(`^published civnode/did:key:z6Mk\S+ tree size ([0-9]+), root \S+, to (\S+): (.*)\n$`)
+var treeDirLine = regexp.MustCompile(`^published civnode/did:key:z6Mk\S+ tree size ([0-9]+), root \S+, to (\S+): (.*)\n$`)
 
 // requirePublishLine checks publish's summary line: the tree size and what
 // it says it wrote.
 func requirePublishLine(t *testing.T, out string, size int64, what string) {
 	t.Helper()
-	m := publishedLine.FindStringSubmatch(out)
+	m := treeDirLine.FindStringSubmatch(out)
 	if m == nil || m[1] != fmt.Sprint(size) || m[3] != what {
 		t.Fatalf("publish printed %q; want tree size %d and %q", out, size, what)
 	}

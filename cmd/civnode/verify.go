@@ -13,11 +13,20 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/eventlog"
 )
 
-func (m *Main) newVerifyCommand(g *globals) *cobra.Command {
-	var dataDirFlag string
+// verifyCmd is civnode verify: an export bundle, or a stopped node's chain
+// and store.
+type verifyCmd struct {
+	m       *Main
+	g       *globals
+	dataDir string
+}
+
+func newVerifyCommand(m *Main, g *globals) *cobra.Command {
+	c := &verifyCmd{m: m, g: g}
 	cmd := &cobra.Command{
 		Use:   "verify (FILE | - | --data-dir DIR)",
 		Short: "Verify an export bundle or the local chain",
@@ -60,7 +69,7 @@ A running node holds its data dir; verify its export instead:
     http://127.0.0.1:7777/v1/events/export | civnode verify -`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			logger, err := m.logger(g)
+			logger, err := m.logger(c.g)
 			if err != nil {
 				return err
 			}
@@ -69,20 +78,21 @@ A running node holds its data dir; verify its export instead:
 			case dirSet && len(args) == 1:
 				return usageErrorf("verify takes a bundle or --data-dir, not both")
 			case dirSet:
-				return m.verifyDataDir(cmd.Context(), dataDirFlag, logger)
+				return c.store(cmd.Context(), logger)
 			case len(args) == 1:
-				return m.verifyBundle(cmd.Context(), args[0])
+				return c.bundle(cmd.Context(), args[0])
 			default:
 				return usageErrorf("verify needs a bundle file, - for stdin, or --data-dir DIR")
 			}
 		},
 	}
-	cmd.Flags().StringVar(&dataDirFlag, "data-dir", "", "verify the local chain in this data dir (the node must be stopped)")
+	cmd.Flags().StringVar(&c.dataDir, "data-dir", "", "verify the local chain in this data dir (the node must be stopped)")
 	return cmd
 }
 
-// verifyBundle verifies an export bundle read from path, or stdin for "-".
-func (m *Main) verifyBundle(ctx context.Context, path string) error {
+// bundle verifies an export bundle read from path, or stdin for "-".
+func (c *verifyCmd) bundle(ctx context.Context, path string) error {
+	m := c.m
 	var r io.Reader
 	var progress func(uint64)
 	done := func() {}
@@ -116,14 +126,15 @@ func (m *Main) verifyBundle(ctx context.Context, path string) error {
 	return err
 }
 
-// verifyDataDir verifies the whole local chain of a stopped node, and reads
-// the rest of its store for damage.
-func (m *Main) verifyDataDir(ctx context.Context, flag string, logger *slog.Logger) (err error) {
-	dir, err := datadir.Resolve(flag, m.Getenv, m.HomeDir)
+// store verifies the whole local chain of a stopped node, and reads the
+// rest of its store for damage.
+func (c *verifyCmd) store(ctx context.Context, logger *slog.Logger) (err error) {
+	m := c.m
+	dir, err := datadir.Resolve(c.dataDir, m.Getenv, m.HomeDir)
 	if err != nil {
 		return err
 	}
-	chain, err := openChain(dir, logger)
+	chain, err := localnode.OpenChain(dir, logger)
 	if errors.Is(err, datadir.ErrInUse) {
 		return fmt.Errorf("%w; verify an export instead: curl -sH \"Authorization: Bearer $(cat %s)\" http://HOST:PORT/v1/events/export | civnode verify -",
 			err, dir.TokenPath())

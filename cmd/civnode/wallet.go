@@ -9,22 +9,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
-	"github.com/civnode/civnode/cmd/core"
+	"github.com/civnode/civnode/cmd/civnode/internal/admin"
 	"github.com/civnode/civnode/commands"
-	civhttp "github.com/civnode/civnode/http"
 )
 
-// walletAdmin is what the wallet subcommands do, either offline on the data
-// dir (offlineWallets) or through a running node's admin endpoints
-// (onlineWallets), like tokenAdmin.
-type walletAdmin interface {
-	Create(ctx context.Context, in commands.CreatePaymentAccountInput) (commands.PaymentAccount, error)
-	List(ctx context.Context) ([]commands.PaymentAccount, error)
-}
-
-func (m *Main) newWalletCommand(g *globals) *cobra.Command {
-	var cfg tokenConfig
+func newWalletCommand(m *Main, g *globals) *cobra.Command {
+	c := &owner{m: m, g: g}
 	cmd := &cobra.Command{
 		Use:   "wallet",
 		Short: "Create and list the payment accounts the registry proxy pays x402 invoices from",
@@ -40,14 +30,12 @@ proved it holds the data dir's key). No command ever prints a key.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	f := cmd.PersistentFlags()
-	f.StringVar(&cfg.dataDir, "data-dir", "", datadir.Help)
-	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "address HOST:PORT of the node running on --data-dir, used when its control.sock cannot be reached")
-	cmd.AddCommand(m.newWalletCreateCommand(g, &cfg), m.newWalletListCommand(g, &cfg))
+	c.flags(cmd.PersistentFlags())
+	cmd.AddCommand(newWalletCreateCommand(c), newWalletListCommand(c))
 	return cmd
 }
 
-func (m *Main) newWalletCreateCommand(g *globals, cfg *tokenConfig) *cobra.Command {
+func newWalletCreateCommand(c *owner) *cobra.Command {
 	var perPayment, perDay string
 	cmd := &cobra.Command{
 		Use:   "create REF [--max-per-payment N] [--max-per-day N]",
@@ -70,12 +58,12 @@ func (m *Main) newWalletCreateCommand(g *globals, cfg *tokenConfig) *cobra.Comma
 				v := l.val
 				*l.dst = &v
 			}
-			return m.withWalletAdmin(cmd.Context(), g, cfg, func(ctx context.Context, admin walletAdmin) error {
-				acct, err := admin.Create(ctx, in)
+			return c.with(cmd.Context(), func(ctx context.Context, a *admin.Owner) error {
+				acct, err := a.Wallets.Create(ctx, in)
 				if err != nil {
 					return err
 				}
-				return m.printCreatedAccount(acct)
+				return printCreatedAccount(c.m.Stdout, c.m.Stderr, acct)
 			})
 		},
 	}
@@ -84,47 +72,37 @@ func (m *Main) newWalletCreateCommand(g *globals, cfg *tokenConfig) *cobra.Comma
 	return cmd
 }
 
-func (m *Main) newWalletListCommand(g *globals, cfg *tokenConfig) *cobra.Command {
+func newWalletListCommand(c *owner) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List payment accounts: refs, addresses and limits, never keys",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return m.withWalletAdmin(cmd.Context(), g, cfg, func(ctx context.Context, admin walletAdmin) error {
-				accts, err := admin.List(ctx)
+			return c.with(cmd.Context(), func(ctx context.Context, a *admin.Owner) error {
+				accts, err := a.Wallets.List(ctx)
 				if err != nil {
 					return err
 				}
-				return printAccountTable(m.Stdout, accts)
+				return printAccountTable(c.m.Stdout, accts)
 			})
 		},
 	}
 }
 
-// withWalletAdmin runs do against the running node of the data dir if there
-// is one, else against the data dir itself.
-func (m *Main) withWalletAdmin(ctx context.Context, g *globals, cfg *tokenConfig, do func(context.Context, walletAdmin) error) error {
-	return m.withNodeAdmin(ctx, g, cfg,
-		func(ctx context.Context, node *core.Core) error {
-			return do(ctx, offlineWallets{node.PaymentAccounts, node.Log.NodeDID()})
-		},
-		func(ctx context.Context, ch *civhttp.Client) error { return do(ctx, onlineWallets{ch}) })
-}
-
 // printCreatedAccount prints the address alone on stdout, so that
 // $(civnode wallet create …) captures it, and the rest on stderr, with a
 // warning for each limit left out.
-func (m *Main) printCreatedAccount(a commands.PaymentAccount) error {
-	if _, err := fmt.Fprintln(m.Stdout, a.Address); err != nil {
+func printCreatedAccount(stdout, stderr io.Writer, a commands.PaymentAccount) error {
+	if _, err := fmt.Fprintln(stdout, a.Address); err != nil {
 		return fmt.Errorf("print address: %w", err)
 	}
-	fmt.Fprintf(m.Stderr, "created payment account %s (%s); fund this address with the asset agents charge in\n", a.Ref, a.Address)
+	fmt.Fprintf(stderr, "created payment account %s (%s); fund this address with the asset agents charge in\n", a.Ref, a.Address)
 	for _, l := range []struct {
 		name string
 		v    *big.Int
 	}{{"max-per-payment", a.MaxPerPayment}, {"max-per-day", a.MaxPerDay}} {
 		if l.v == nil {
-			fmt.Fprintf(m.Stderr, "warning: no --%s limit: the node pays any amount the registry asks within the other limit\n", l.name)
+			fmt.Fprintf(stderr, "warning: no --%s limit: the node pays any amount the registry asks within the other limit\n", l.name)
 		}
 	}
 	return nil
@@ -146,9 +124,3 @@ func limitCell(n *big.Int) string {
 	}
 	return n.String()
 }
-
-// Both ways of working satisfy walletAdmin.
-var (
-	_ walletAdmin = offlineWallets{}
-	_ walletAdmin = onlineWallets{}
-)

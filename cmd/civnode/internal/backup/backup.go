@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -234,4 +235,20 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	c.n += int64(n)
 	c.seen(c.n)
 	return n, err
+}
+
+// Take takes a snapshot of l's store inside dataDir, as TakeSnapshot does,
+// and records it in the audit log (backup.snapshot); the node's admin
+// endpoint and an offline backup share it.
+func Take(ctx context.Context, l *eventlog.Log, dataDir string, now time.Time) (Snapshot, error) {
+	snap, err := TakeSnapshot(l, dataDir, now)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	if _, err := l.Audit(ctx, "backup.snapshot", l.NodeDID(), map[string]any{
+		"tip_seq": snap.Backup.Tip.Seq, "chain_tip_hash": snap.Backup.Tip.ID,
+	}); err != nil {
+		return Snapshot{}, errors.Join(fmt.Errorf("audit backup.snapshot: %w", err), snap.Remove())
+	}
+	return snap, nil
 }

@@ -1,8 +1,9 @@
-package main
+package admin
 
 import (
 	"context"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/commands"
 )
 
@@ -11,20 +12,18 @@ import (
 // and its audit entries name the node DID.
 type offlineTokens struct{ t *commands.Tokens }
 
-// nodeActor is the owner without a token: the token service audits it as the
-// node DID.
-var nodeActor = commands.Actor{Kind: commands.ActorOwner}
-
 func (o offlineTokens) Create(ctx context.Context, kind, publicID string) (commands.IssuedToken, error) {
-	return o.t.Create(ctx, nodeActor, kind, publicID)
+	return o.t.Create(ctx, localnode.Owner, kind, publicID)
 }
 
 func (o offlineTokens) Rotate(ctx context.Context, id string) (commands.IssuedToken, error) {
-	return o.t.Rotate(ctx, nodeActor, id)
+	return o.t.Rotate(ctx, localnode.Owner, id)
 }
 
 func (o offlineTokens) Revoke(ctx context.Context, id string) (commands.Token, error) {
-	return o.t.Revoke(ctx, nodeActor, id)
+	return o.t.Revoke(ctx, localnode.Owner, id)
 }
 
-func (o offlineTokens) List(context.Context) ([]commands.Token, error) { return o.t.List(nodeActor) }
+func (o offlineTokens) List(context.Context) ([]commands.Token, error) {
+	return o.t.List(localnode.Owner)
+}

@@ -1,4 +1,4 @@
-package main
+package localnode
 
 import (
 	"context"
@@ -24,14 +24,28 @@ import (
 // commands use it, and so does every command that acts on a running node as
 // its owner (wallet, transparency, doctor).
 
+// ErrUnproven means the process at --addr did not prove that it holds the
+// data dir's node key, so the CLI did not send it the owner token.
+var ErrUnproven = errors.New("could not prove it holds node.key; the owner token was not sent")
+
+// AddrError is an --addr that names no HOST:PORT: a mistake on the command
+// line, met only when the control socket cannot be reached.
+type AddrError struct {
+	Addr string
+	Err  error
+}
+
+func (e *AddrError) Error() string { return fmt.Sprintf("--addr %q: %v", e.Addr, e.Err) }
+func (e *AddrError) Unwrap() error { return e.Err }
+
 // tcpDialTimeout bounds the TCP dial of the node at --addr; the proof has its
 // own bound.
 const tcpDialTimeout = 10 * time.Second
 
-// openNodeChannel opens the channel to the node running on dir. addr is the
+// Dial opens the channel to the node running on dir. addr is the
 // node's TCP address (--addr), used only when the control socket cannot be
 // reached. The caller closes the channel.
-func openNodeChannel(ctx context.Context, dir datadir.Dir, addr string, logger *slog.Logger) (*civhttp.Client, error) {
+func Dial(ctx context.Context, dir datadir.Dir, addr string, logger *slog.Logger) (*civhttp.Client, error) {
 	token, err := datadir.LoadControlToken(dir.TokenPath(), logger)
 	if err != nil {
 		return nil, fmt.Errorf("%w (%s), but its owner token cannot be read: %w", datadir.ErrInUse, dir, err)
@@ -46,9 +60,9 @@ func openNodeChannel(ctx context.Context, dir datadir.Dir, addr string, logger *
 		logger.Debug("control socket unreachable; trying TCP", "path", dir.SocketPath(), "err", err)
 	}
 
-	host, err := hostPort(addr)
+	host, err := HostPort(addr)
 	if err != nil {
-		return nil, usageErrorf("--addr %q: %w", addr, err)
+		return nil, &AddrError{Addr: addr, Err: err}
 	}
 	key, err := datadir.LoadNodeKey(dir.KeyPath(), logger)
 	if err != nil {
@@ -56,7 +70,7 @@ func openNodeChannel(ctx context.Context, dir datadir.Dir, addr string, logger *
 	}
 	pub := key.Public().(ed25519.PublicKey)
 	dial := func(ctx context.Context) (net.Conn, error) {
-		return dialProvenNode(ctx, dir, host, pub)
+		return DialProven(ctx, dir, host, pub)
 	}
 	conn, err := dial(ctx)
 	if err != nil {
@@ -66,8 +80,8 @@ func openNodeChannel(ctx context.Context, dir datadir.Dir, addr string, logger *
 	return civhttp.NewClient("http://"+host, token, host, conn, dial), nil
 }
 
-// hostPort turns --addr, which may be given as a URL, into HOST:PORT.
-func hostPort(addr string) (string, error) {
+// HostPort turns --addr, which may be given as a URL, into HOST:PORT.
+func HostPort(addr string) (string, error) {
 	a := strings.TrimSuffix(strings.TrimPrefix(addr, "http://"), "/")
 	if strings.HasPrefix(a, "https://") {
 		return "", errors.New("the node serves plain HTTP; give HOST:PORT")
@@ -78,10 +92,10 @@ func hostPort(addr string) (string, error) {
 	return a, nil
 }
 
-// dialProvenNode dials the node at addr and has it prove, on that connection,
+// DialProven dials the node at addr and has it prove, on that connection,
 // that it holds the private key of pub (civhttp.ProveNode). It returns the
 // connection only then.
-func dialProvenNode(ctx context.Context, dir datadir.Dir, addr string, pub ed25519.PublicKey) (net.Conn, error) {
+func DialProven(ctx context.Context, dir datadir.Dir, addr string, pub ed25519.PublicKey) (net.Conn, error) {
 	d := net.Dialer{Timeout: tcpDialTimeout}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -89,7 +103,7 @@ func dialProvenNode(ctx context.Context, dir datadir.Dir, addr string, pub ed255
 	}
 	if err := civhttp.ProveNode(ctx, conn, addr, pub); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("the process at %s is not the node of %s: it %w (%w)", addr, dir, errNodeUnproven, err)
+		return nil, fmt.Errorf("the process at %s is not the node of %s: it %w (%w)", addr, dir, ErrUnproven, err)
 	}
 	return conn, nil
 }

@@ -1,4 +1,4 @@
-package main
+package localnode
 
 import (
 	"fmt"
@@ -8,11 +8,11 @@ import (
 	"github.com/civnode/civnode/commands/catalog"
 )
 
-// loadCatalog returns the game catalog serve runs with: the file at path (serve
+// LoadCatalog returns the game catalog serve runs with: the file at path (serve
 // --catalog), or the catalog built into the binary when path is empty. A file
 // that is not a valid catalog is an error naming the file, then the JSON path of
 // the field at fault, so the operator knows where to look before anything starts.
-func loadCatalog(path string) (*catalog.Catalog, error) {
+func LoadCatalog(path string) (*catalog.Catalog, error) {
 	if path == "" {
 		return catalog.Default(), nil
 	}

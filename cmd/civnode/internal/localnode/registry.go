@@ -1,4 +1,4 @@
-package main
+package localnode
 
 import (
 	"crypto/ed25519"
@@ -28,16 +28,16 @@ func registryLabel(url string) string {
 	return url
 }
 
-// registryReadTimeout bounds one registry call of serve's proxy, and
-// registryReadRetries the extra attempts of a read (agents, card, task). A
-// read the registry never answers takes (1+registryReadRetries) attempts of
-// registryReadTimeout and one backoff of at most 200 ms, about 40 s: inside the
+// RegistryReadTimeout bounds one registry call of serve's proxy, and
+// RegistryReadRetries the extra attempts of a read (agents, card, task). A
+// read the registry never answers takes (1+RegistryReadRetries) attempts of
+// RegistryReadTimeout and one backoff of at most 200 ms, about 40 s: inside the
 // HTTP server's registry route timeout (60 s), so that a registry that hangs is
 // a 504 registry_timeout, not the server's own 503. The client's default of 3
 // retries would take 80 s, and every invoke reads the card first.
 const (
-	registryReadTimeout = 20 * time.Second
-	registryReadRetries = 1
+	RegistryReadTimeout = 20 * time.Second
+	RegistryReadRetries = 1
 )
 
 // openRegistry builds the registry client of serve. It does not contact the
@@ -67,8 +67,8 @@ func openRegistry(d datadir.Dir, url string, key ed25519.PrivateKey, logger *slo
 		Credential:  strings.TrimSpace(string(cred)),
 		NodeDID:     eventlog.DIDKey(key.Public().(ed25519.PublicKey)),
 		Sign:        func(msg []byte) []byte { return ed25519.Sign(key, msg) },
-		ReadTimeout: registryReadTimeout,
-		Retries:     registryReadRetries,
+		ReadTimeout: RegistryReadTimeout,
+		Retries:     RegistryReadRetries,
 		Logger:      logger.With("component", "registry"),
 		Observe:     observe,
 	})

@@ -1,4 +1,4 @@
-package main
+package localnode
 
 import (
 	"context"
@@ -13,18 +13,18 @@ import (
 	"github.com/civnode/civnode/projections"
 )
 
-// openCore opens the node in d through core.Open, the one wiring that serve,
+// Open opens the node in d through core.Open, the one wiring that serve,
 // replay, the offline token commands and the tests share. A catch-up or rebuild
 // of the read models at start is logged with its progress, as is the one-time
 // build of the Merkle tree of a data dir from before it. hooks are the log's
 // hooks serve sets (stream publication, metrics, a progress bar); the zero
 // value has none.
-func openCore(ctx context.Context, d datadir.Dir, key ed25519.PrivateKey, cfg core.Config, logger *slog.Logger, hooks logHooks) (*core.Core, error) {
+func Open(ctx context.Context, d datadir.Dir, key ed25519.PrivateKey, cfg core.Config, logger *slog.Logger, hooks Hooks) (*core.Core, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	opts := eventlog.Options{OnRebuild: rebuildLogger(logger), OnCommit: hooks.onCommit, OnGroupCommit: hooks.onGroupCommit,
-		OnTreeBuild: treeBuildProgress(logger, hooks.onTreeBuild), ModelCacheSize: hooks.modelCache, Ingest: hooks.ingest}
+	opts := eventlog.Options{OnRebuild: rebuildLogger(logger), OnCommit: hooks.OnCommit, OnGroupCommit: hooks.OnGroupCommit,
+		OnTreeBuild: treeBuildProgress(logger, hooks.OnTreeBuild), ModelCacheSize: hooks.ModelCache, Ingest: hooks.Ingest}
 	opts.Dir, opts.Key, opts.Logger = d.DBPath(), key, logger
 	c, err := core.Open(opts, cfg)
 	if err != nil {
@@ -43,11 +43,11 @@ func openCore(ctx context.Context, d datadir.Dir, key ed25519.PrivateKey, cfg co
 	return c, nil
 }
 
-// serverOptions returns o with the log, the read models and the commands of
+// ServerOptions returns o with the log, the read models and the commands of
 // the core c: the one mapping of a core onto the HTTP server's options, which
 // serve and the tests that serve a core share. (cmd/core cannot hold it: the
 // http package's tests import cmd/core, so it must not import http.)
-func serverOptions(c *core.Core, o civhttp.Options) civhttp.Options {
+func ServerOptions(c *core.Core, o civhttp.Options) civhttp.Options {
 	o.Log, o.Tokens = c.Log, c.Tokens
 	o.Identity, o.Identities = c.Identity, c.Identities
 	o.Mission, o.Missions = c.Mission, c.Missions
@@ -56,19 +56,19 @@ func serverOptions(c *core.Core, o civhttp.Options) civhttp.Options {
 	return o
 }
 
-// logHooks are the eventlog.Options hooks and settings serve sets.
-type logHooks struct {
-	onCommit      func([]eventlog.Event) error
-	onGroupCommit func(eventlog.GroupCommit)
-	// onTreeBuild, if set, is told the tree build's progress besides the
+// Hooks are the eventlog.Options hooks and settings serve and import set.
+type Hooks struct {
+	OnCommit      func([]eventlog.Event) error
+	OnGroupCommit func(eventlog.GroupCommit)
+	// OnTreeBuild, if set, is told the tree build's progress besides the
 	// log (serve's bar on a terminal).
-	onTreeBuild eventlog.RebuildProgress
-	// modelCache is eventlog.Options.ModelCacheSize (serve --model-cache);
+	OnTreeBuild eventlog.RebuildProgress
+	// ModelCache is eventlog.Options.ModelCacheSize (serve --model-cache);
 	// 0: the default.
-	modelCache int64
-	// ingest opens a new store without a genesis event, for import to fill
+	ModelCache int64
+	// Ingest opens a new store without a genesis event, for import to fill
 	// from a bundle (eventlog.Options.Ingest).
-	ingest bool
+	Ingest bool
 }
 
 // treeBuildProgress logs the one-time build of the Merkle tree (a data dir
@@ -106,10 +106,10 @@ func progressLogger(logger *slog.Logger, msg string) eventlog.RebuildProgress {
 	}
 }
 
-// openChain opens the event log of an existing node for a one-shot command
+// OpenChain opens the event log of an existing node for a one-shot command
 // (verify --data-dir, export, replay). It creates nothing: a dir without a node
 // key or database is an error rather than a new node.
-func openChain(d datadir.Dir, logger *slog.Logger) (*eventlog.Log, error) {
+func OpenChain(d datadir.Dir, logger *slog.Logger) (*eventlog.Log, error) {
 	key, err := d.ExistingNodeKey(logger)
 	if err != nil {
 		return nil, err
@@ -117,17 +117,17 @@ func openChain(d datadir.Dir, logger *slog.Logger) (*eventlog.Log, error) {
 	return d.OpenLog(key, logger, eventlog.Options{OnTreeBuild: treeBuildProgress(logger, nil)})
 }
 
-// openExistingCore opens an existing node's core for a one-shot command; it
-// creates nothing (see openChain).
-func openExistingCore(ctx context.Context, d datadir.Dir, logger *slog.Logger) (*core.Core, error) {
+// OpenExisting opens an existing node's core for a one-shot command; it
+// creates nothing (see OpenChain).
+func OpenExisting(ctx context.Context, d datadir.Dir, logger *slog.Logger) (*core.Core, error) {
 	key, err := d.ExistingNodeKey(logger)
 	if err != nil {
 		return nil, err
 	}
 	// One-shot commands decide nothing that a catalog or the governed subnets
 	// rule; the built-in catalog will do.
-	return openCore(ctx, d, key, core.Config{Keys: keystore(d)}, logger, logHooks{})
+	return Open(ctx, d, key, core.Config{Keys: Keystore(d)}, logger, Hooks{})
 }
 
-// keystore keeps the data dir's payment-account keys.
-func keystore(d datadir.Dir) *servicenet.Keystore { return servicenet.NewKeystore(d.WalletsPath()) }
+// Keystore keeps the data dir's payment-account keys.
+func Keystore(d datadir.Dir) *servicenet.Keystore { return servicenet.NewKeystore(d.WalletsPath()) }

@@ -1,4 +1,4 @@
-package main
+package admin
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // the data dir, with the owner token of that data dir. A running node holds the
 // database, so this is the only way to reach its token store; it also means the
 // node's in-memory view changes at once. It reaches the node through a
-// civhttp.Client (openNodeChannel), which sends the token to the node of the data dir only.
+// civhttp.Client (localnode.Dial), which sends the token to the node of the data dir only.
 type onlineTokens struct {
 	ch *civhttp.Client
 }

@@ -1,8 +1,9 @@
-package main
+package admin
 
 import (
 	"context"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/commands"
 )
 
@@ -14,7 +15,7 @@ type offlineWallets struct {
 }
 
 func (o offlineWallets) Create(ctx context.Context, in commands.CreatePaymentAccountInput) (commands.PaymentAccount, error) {
-	return o.p.Create(ctx, nodeActor, o.nodeDID, in)
+	return o.p.Create(ctx, localnode.Owner, o.nodeDID, in)
 }
 
 func (o offlineWallets) List(context.Context) ([]commands.PaymentAccount, error) {
