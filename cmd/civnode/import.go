@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -65,11 +63,6 @@ func (c *importCmd) run(ctx context.Context, src string) (err error) {
 	if err != nil {
 		return fmt.Errorf("--key: %w", err)
 	}
-	in, size, closeIn, err := openBundle(m.Stdin, src)
-	if err != nil {
-		return err
-	}
-	defer closeIn()
 	dir, err := datadir.Resolve(c.dataDir, m.Getenv, m.HomeDir)
 	if err != nil {
 		return err
@@ -95,29 +88,15 @@ func (c *importCmd) run(ctx context.Context, src string) (err error) {
 			err = fmt.Errorf("close event log: %w", cerr)
 		}
 	}()
-	r, done := m.progressReader("import", in, size)
-	rep, err := n.Log.ImportBundle(ctx, r, nil)
+	in, progress, done, err := m.bundleInput("import", src)
+	if err != nil {
+		return err
+	}
+	rep, err := n.Log.ImportBundle(ctx, in, progress)
 	done()
 	if err != nil {
 		return m.invalid(err)
 	}
 	fmt.Fprintf(m.Stdout, "imported %d events into %s\nnode      %s\ntip       seq %d, %s\n", rep.EventCount, dir, rep.NodeDID, rep.EventCount, rep.TipHash)
 	return reportBehind(ctx, m.Stdout, m.Stderr, n.Log, c.published)
-}
-
-// openBundle opens a bundle file, or stdin for "-", with its size when known
-// (for the progress bar; -1 otherwise).
-func openBundle(stdin io.Reader, src string) (io.Reader, int64, func(), error) {
-	if src == "-" {
-		return stdin, -1, func() {}, nil
-	}
-	f, err := os.Open(src)
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	size := int64(-1)
-	if fi, err := f.Stat(); err == nil {
-		size = fi.Size()
-	}
-	return f, size, func() { f.Close() }, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"time"
@@ -100,4 +101,23 @@ func (m *Main) byteProgress(desc string) (func(done, total int64), func()) {
 				bar.Finish()
 			}
 		}
+}
+
+// bundleInput opens an export bundle at path, or stdin for "-", with a bar on
+// a terminal: of bytes for a file, of events for stdin, whose size shows only
+// at its end. done removes the bar and closes the file.
+func (m *Main) bundleInput(desc, path string) (r io.Reader, progress func(uint64), done func(), err error) {
+	if path == "-" {
+		progress, done = m.progress(desc, -1)
+		return m.Stdin, progress, done, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("open bundle: %w", err)
+	}
+	r, bar := io.Reader(f), func() {}
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		r, bar = m.progressReader(desc, f, fi.Size())
+	}
+	return r, nil, func() { bar(); f.Close() }, nil
 }

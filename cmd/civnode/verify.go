@@ -5,9 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -93,22 +91,9 @@ A running node holds its data dir; verify its export instead:
 // bundle verifies an export bundle read from path, or stdin for "-".
 func (c *verifyCmd) bundle(ctx context.Context, path string) error {
 	m := c.m
-	var r io.Reader
-	var progress func(uint64)
-	done := func() {}
-	if path == "-" {
-		r = m.Stdin
-		progress, done = m.progress("verify", -1) // the count is known only at the end
-	} else {
-		f, err := os.Open(path)
-		if err != nil {
-			return fmt.Errorf("open bundle: %w", err)
-		}
-		defer f.Close()
-		r = f
-		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-			r, done = m.progressReader("verify", f, fi.Size())
-		}
+	r, progress, done, err := m.bundleInput("verify", path)
+	if err != nil {
+		return err
 	}
 	rep, err := eventlog.VerifyBundle(ctx, r, progress)
 	done()
