@@ -35,6 +35,12 @@ func (d Dir) RegistryCredentialPath() string {
 	return filepath.Join(string(d), "registry.credential")
 }
 
+// WitnessPath is the state of the node as a witness: per log, the tree it
+// last cosigned. CosignaturesPath holds the cosignatures the node's witnesses
+// gave its checkpoints, and its witnessed checkpoint (docs/transparency.md).
+func (d Dir) WitnessPath() string      { return filepath.Join(string(d), "witness.json") }
+func (d Dir) CosignaturesPath() string { return filepath.Join(string(d), "cosignatures.json") }
+
 // Help describes the --data-dir flag.
 // Secrets are the files beside the store that belong to the node and that a
 // backup carries, relative to the data dir: the node key (without which its
