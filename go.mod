@@ -21,7 +21,11 @@ require (
 	golang.org/x/time v0.16.0
 )
 
-require github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+require (
+	filippo.io/mldsa v0.0.0-20260215214346-43d0283efc3e // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/transparency-dev/formats v0.1.1 // indirect
+)
 
 require (
 	github.com/DataDog/zstd v1.5.7 // indirect
