@@ -163,6 +163,9 @@ type Server struct {
 	log            *eventlog.Log
 	witnesses      *witness.Submitter // nil: no witnesses configured
 	witness        *witness.Witness   // nil: the node witnesses no log
+	// witnessLimits bounds each client address's add-checkpoint requests
+	// (witness.go), which carry no token.
+	witnessLimits *keyedLimiters
 	logger         *slog.Logger
 	governs        []string
 	bodyLimit      int64

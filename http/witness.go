@@ -18,17 +18,32 @@ import (
 // third-party log's) reads them: a cosignature line on 200, the size the
 // witness holds as text/x.tlog.size on 409, a message on any other refusal.
 
+// Each client address may ask for witnessRate cosignatures a second,
+// witnessBurst at once: a log submits about once a second, and each
+// cosignature costs the witness an fsync.
+const (
+	witnessRate  = 5
+	witnessBurst = 20
+)
+
 func (s *Server) witnessRoutes() {
-	// No bearer token: the log's signature authenticates the request, and
-	// the per-address connection limits bound what one client may ask.
+	// No bearer token: the log's signature authenticates the request; the
+	// per-address connection caps and witnessLimits bound what one client
+	// may ask.
+	s.witnessLimits = newKeyedLimiters(witnessRate, witnessBurst, maxLimiterKeys)
 	s.handle(http.MethodPost, "/v1/witness/add-checkpoint", s.handleAddCheckpoint, routePublic)
-	s.handle(http.MethodGet, "/v1/witness", s.handleWitness, routeObserver|routeNoAgent|routeLimited)
+	s.handle(http.MethodGet, "/v1/witness", s.handleWitness, routeObserver|routeNoAgent)
 }
 
 // handleAddCheckpoint answers POST /v1/witness/add-checkpoint.
 func (s *Server) handleAddCheckpoint(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	if s.witness == nil {
 		writeText(w, http.StatusNotFound, "text/plain; charset=utf-8", "this node witnesses no log\n")
+		return nil
+	}
+	if wait, _ := s.witnessLimits.take(clientAddress(r.RemoteAddr)); wait > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(wait.Seconds()+0.999))))
+		writeText(w, http.StatusTooManyRequests, "text/plain; charset=utf-8", "too many add-checkpoint requests from this address; retry later\n")
 		return nil
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, witness.MaxRequestBytes))
