@@ -160,12 +160,12 @@ const (
 
 // Server is the control API. It is an http.Handler; Serve runs it on a listener.
 type Server struct {
-	log            *eventlog.Log
-	witnesses      *witness.Submitter // nil: no witnesses configured
-	witness        *witness.Witness   // nil: the node witnesses no log
+	log       *eventlog.Log
+	witnesses *witness.Submitter // nil: no witnesses configured
+	witness   *witness.Witness   // nil: the node witnesses no log
 	// witnessLimits bounds each client address's add-checkpoint requests
 	// (witness.go), which carry no token.
-	witnessLimits *keyedLimiters
+	witnessLimits  *keyedLimiters
 	logger         *slog.Logger
 	governs        []string
 	bodyLimit      int64
