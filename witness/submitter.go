@@ -164,6 +164,18 @@ func NewSubmitter(opts SubmitterOptions) (*Submitter, error) {
 	return s, nil
 }
 
+// ReadWitnessed reads the witnessed checkpoint kept in a Submitter's state
+// file, for a tool that runs while no node does (transparency publish); nil
+// when there is none. It is what the node had witnessed when it stopped,
+// unchecked: the caller opens it with the log's key.
+func ReadWitnessed(statePath string) (*Witnessed, error) {
+	var st submitterState
+	if _, err := readJSONFile(statePath, &st); err != nil {
+		return nil, err
+	}
+	return st.Witnessed, nil
+}
+
 // Quorum is the cosignatures a witnessed checkpoint needs.
 func (s *Submitter) Quorum() int { return s.opts.Quorum }
 

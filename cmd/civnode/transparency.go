@@ -82,7 +82,7 @@ func (m *Main) openLocalSource(ctx context.Context, logger *slog.Logger, dataDir
 		}
 		return nil
 	}
-	return transparency.LogSource(l, string(dir)), closeFn, nil
+	return transparency.WitnessedLogSource(l, string(dir), dir.CosignaturesPath()), closeFn, nil
 }
 
 // observerClient is a client of the node at addr with token; an address it

@@ -101,6 +101,8 @@ func (m *Main) printPublished(dir string, p transparency.Published) error {
 	old, head, written, kept, repaired := p.Old, p.Head, p.Written, p.Kept, p.Repaired
 	var what string
 	switch {
+	case old.Size == head.Size && p.CheckpointWritten:
+		what = "already published, witnessed checkpoint written"
 	case old.Size == head.Size:
 		what = "already published, nothing to write"
 	case old.Size == 0:
@@ -113,6 +115,9 @@ func (m *Main) printPublished(dir string, p transparency.Published) error {
 	}
 	if repaired > 0 {
 		what += fmt.Sprintf("; rewrote %s of the published tree that did not match the node's", tileCount(repaired))
+	}
+	if p.Witnessed && old.Size != head.Size {
+		what += " (the witnessed checkpoint)"
 	}
 	_, err := fmt.Fprintf(m.Stdout, "published %s tree size %d, root %s, to %s: %s\n", p.Origin, head.Size, transparency.B64(head.Root), dir, what)
 	return err
