@@ -70,7 +70,7 @@ func (m *Main) backup(ctx context.Context, cfg tokenConfig, dest string, logger 
 		}
 	}()
 	progress, done := m.byteProgress("backup")
-	man, err := backup.Write(snap, string(dir), datadir.Secrets, dest, time.Now(), progress)
+	man, err := backup.Write(snap, string(dir), datadir.BackupFiles, dest, time.Now(), progress)
 	done()
 	if err != nil {
 		return fmt.Errorf("back up %s to %s: %w", dir, dest, err)
