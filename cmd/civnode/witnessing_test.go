@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -223,5 +224,70 @@ func TestSplitViewRefused(t *testing.T) {
 	// An observer that saw A and is then shown B names the fork too.
 	if r := check(b, "obs-a.json"); r.code != 1 {
 		t.Fatalf("the observer of A accepted B: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestWitnessSurvivesKill runs the witness as the real binary: it cosigns
+// size N of a log, is SIGKILLed right after its answer, and once restarted
+// still holds N: it refuses a smaller tree, a tree of size N with another
+// root and a larger tree that does not extend N, and cosigns a larger tree
+// that does, given N as the old size.
+func TestWitnessSurvivesKill(t *testing.T) {
+	needBinary(t)
+	root := t.TempDir()
+	dirL := filepath.Join(root, "log")
+	l := startNode(t, dirL)
+	postOK(t, l.url, l.token, "/v1/civilization/bootstrap-identity", `{"display_name":"Ada Lovelace","public_id":"ada"}`)
+	logKey := summaryOf(t, l.url, l.token).VerifierKey
+	smaller := addCheckpointBody(t, l.url, l.token, 0)
+	l.stop(t)
+	dirF := copyDataDir(t, dirL) // the fork: one key, another branch from here
+
+	l = startNode(t, dirL)
+	appendMission(t, l, "L one")
+	appendMission(t, l, "L two")
+	n := summaryOf(t, l.url, l.token).TreeSize
+
+	wdir := filepath.Join(root, "witness")
+	w := startProcess(t, wdir, "--witness-for", logKey)
+	if status, _, answer := addCheckpoint(t, w.url, addCheckpointBody(t, l.url, l.token, 0)); status != http.StatusOK {
+		t.Fatalf("cosign size %d: %d %q", n, status, answer)
+	}
+	w.signal(t, syscall.SIGKILL)
+	if code := w.wait(t); code != -1 {
+		t.Fatalf("the witness exited with %d, want the SIGKILL", code)
+	}
+	w = startProcess(t, wdir, "--witness-for", logKey)
+	held := strconv.FormatInt(n, 10) + "\n"
+
+	f := startNode(t, dirF)
+	appendMission(t, f, "F one")
+	appendMission(t, f, "F two")
+	if fs := summaryOf(t, f.url, f.token); fs.TreeSize != n {
+		t.Fatalf("the fork has %d events, want %d", fs.TreeSize, n)
+	}
+	sameSizeFork := addCheckpointBody(t, f.url, f.token, n)
+	appendMission(t, f, "F three")
+	for _, tc := range []struct {
+		name   string
+		body   []byte
+		status int
+		answer string
+	}{
+		{"a submission from 0", addCheckpointBody(t, l.url, l.token, 0), http.StatusConflict, held},
+		{"a smaller tree from its own size", smaller, http.StatusConflict, held},
+		{"a smaller tree from the held size", []byte("old " + held + "\n" + strings.SplitN(string(smaller), "\n\n", 2)[1]), http.StatusBadRequest, ""},
+		{"the fork at the held size", sameSizeFork, http.StatusConflict, held},
+		{"the larger fork from the held size", addCheckpointBody(t, f.url, f.token, n), http.StatusUnprocessableEntity, ""},
+	} {
+		status, _, answer := addCheckpoint(t, w.url, tc.body)
+		if status != tc.status || (tc.answer != "" && answer != tc.answer) {
+			t.Errorf("%s after the restart: %d %q, want %d %q", tc.name, status, answer, tc.status, tc.answer)
+		}
+	}
+
+	appendMission(t, l, "L three")
+	if status, _, answer := addCheckpoint(t, w.url, addCheckpointBody(t, l.url, l.token, n)); status != http.StatusOK || !strings.HasPrefix(answer, "— civnode-witness/") {
+		t.Fatalf("the consistent larger tree from %d: %d %q", n, status, answer)
 	}
 }
