@@ -41,6 +41,26 @@ func summaryOf(t *testing.T, url, token string) treeSummary {
 	return s
 }
 
+// getText fetches a text answer with the bearer token and requires 200.
+func getText(t *testing.T, url, token string) []byte {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("GET %s: %d %s %q (%v)", url, resp.StatusCode, resp.Header.Get("Content-Type"), b, err)
+	}
+	return b
+}
+
 // witnessKeyOf is the cosignature verifier key a node publishes at GET
 // /v1/witness.
 func witnessKeyOf(t *testing.T, n *node) string {
