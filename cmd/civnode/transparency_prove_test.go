@@ -93,7 +93,7 @@ func trOtherKey(t *testing.T) string {
 	return vkey
 }
 
-// trTlogcheck builds docs/examples/tlogcheck, the 20-line checker of
+// trTlogcheck builds docs/examples/tlogcheck, the short checker of
 // docs/transparency.md, and returns a function that runs it on a proof with a
 // pinned key (and any flags before it: -witness, -quorum), returning its
 // output and whether it exited 0.

@@ -4,7 +4,7 @@
 // (origin, size, root), and the event id's leaf is in that tree. Give the
 // verifier key you trust as the argument; without one, the key in the input
 // is used, which proves only that the node agrees with itself. With -witness
-// (repeatable), -quorum of those witnesses (default all) must have cosigned
+// (repeatable), -quorum of those witnesses (default 1) must have cosigned
 // the checkpoint (C2SP tlog-cosignature; prove --witnessed carries them).
 //
 //	civnode transparency prove 7 > proof.json
@@ -31,7 +31,7 @@ import (
 func main() {
 	var witnesses []string
 	flag.Func("witness", "a witness's cosignature/v1 verifier key (repeatable)", func(k string) error { witnesses = append(witnesses, k); return nil })
-	quorum := flag.Int("quorum", 0, "how many of the witnesses must have cosigned (default all)")
+	quorum := flag.Int("quorum", 1, "how many of the -witness keys must have cosigned")
 	flag.Parse()
 	var p struct {
 		Checkpoint string           `json:"checkpoint"`
@@ -48,22 +48,8 @@ func main() {
 	text, sigLines, _ := strings.Cut(p.Checkpoint, "\n\n")
 	sig := signature(sigLines, k[0])
 	check(len(k) == 3 && len(key) == 33 && len(sig) == 68 && ed25519.Verify(key[1:], []byte(text+"\n"), sig[4:]), "the checkpoint is not signed by "+vkey)
-	cosigned := 0
-	for _, w := range witnesses { // a cosignature is base64(hash ‖ time t ‖ signature) over "cosignature/v1\ntime <t>\n" and the text
-		wk := strings.SplitN(w, "+", 3)
-		wkey, _ := base64.StdEncoding.DecodeString(wk[len(wk)-1])
-		check(len(wk) == 3 && len(wkey) == 33 && wkey[0] == 0x04, "the witness key "+w+" is not a cosignature/v1 key")
-		h := sha256.Sum256([]byte(wk[0] + "\n" + string(wkey)))
-		cs := signature(sigLines, wk[0])
-		if len(cs) == 76 && hex.EncodeToString(cs[:4]) == hex.EncodeToString(h[:4]) && wk[1] == hex.EncodeToString(h[:4]) &&
-			ed25519.Verify(wkey[1:], fmt.Appendf(nil, "cosignature/v1\ntime %d\n%s\n", binary.BigEndian.Uint64(cs[4:12]), text), cs[12:]) {
-			cosigned++
-		}
-	}
-	if *quorum == 0 {
-		*quorum = len(witnesses)
-	}
-	check(cosigned >= *quorum, fmt.Sprintf("not witnessed: %d of %d cosignatures", cosigned, *quorum))
+	cosigned := cosignatures(sigLines, text, witnesses)
+	check(len(witnesses) == 0 || cosigned >= *quorum, fmt.Sprintf("not witnessed: %d of %d cosignatures", cosigned, *quorum))
 	origin, size, root64 := "", int64(0), ""
 	fmt.Sscan(text, &origin, &size, &root64) // the checkpoint's body: origin, tree size, root, one per line
 	root, err := tlog.ParseHash(root64)
@@ -75,6 +61,26 @@ func main() {
 		fmt.Printf(", cosigned by %d of %d witnesses", cosigned, len(witnesses))
 	}
 	fmt.Println()
+}
+
+// cosignatures counts the witnesses (cosignature/v1 verifier keys,
+// <name>+<hash>+base64(0x04 ‖ key)) whose line among the note's signature
+// lines verifies: base64(hash ‖ time t ‖ signature), the signature over
+// "cosignature/v1\ntime <t>\n" and the note's text.
+func cosignatures(sigLines, text string, witnesses []string) int {
+	n := 0
+	for _, w := range witnesses {
+		wk := strings.SplitN(w, "+", 3)
+		wkey, _ := base64.StdEncoding.DecodeString(wk[len(wk)-1])
+		check(len(wk) == 3 && len(wkey) == 33 && wkey[0] == 0x04, "the witness key "+w+" is not a cosignature/v1 key")
+		h := sha256.Sum256([]byte(wk[0] + "\n" + string(wkey)))
+		cs := signature(sigLines, wk[0])
+		if wk[1] == hex.EncodeToString(h[:4]) && len(cs) == 76 && string(cs[:4]) == string(h[:4]) &&
+			ed25519.Verify(wkey[1:], fmt.Appendf(nil, "cosignature/v1\ntime %d\n%s\n", binary.BigEndian.Uint64(cs[4:12]), text), cs[12:]) {
+			n++
+		}
+	}
+	return n
 }
 
 // signature is the decoded signature of the first line of the note's
