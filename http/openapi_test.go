@@ -898,7 +898,9 @@ func walkAPI(t *testing.T, n *wiredNode, visit func(op, request string, r respon
 		func() step {
 			return step{op: "GET /v1/transparency/checkpoint", path: "/v1/transparency/checkpoint?witnessed=2", token: n.observerToken, status: 400}
 		},
-		func() step { return step{op: "GET /v1/witness", path: "/v1/witness", token: n.observerToken, status: 200} },
+		func() step {
+			return step{op: "GET /v1/witness", path: "/v1/witness", token: n.observerToken, status: 200}
+		},
 		func() step { return step{op: "GET /v1/witness", path: "/v1/witness", token: n.agentToken, status: 403} },
 		func() step {
 			return step{op: "POST /v1/witness/add-checkpoint", path: "/v1/witness/add-checkpoint", body: "old 0\n\n" + n.checkpoint(), status: 200}
@@ -910,7 +912,9 @@ func walkAPI(t *testing.T, n *wiredNode, visit func(op, request string, r respon
 		func() step {
 			return step{op: "POST /v1/witness/add-checkpoint", path: "/v1/witness/add-checkpoint", body: "not a request", status: 400}
 		},
-		func() step { return step{op: "GET /v1/witness", path: "/v1/witness", token: n.observerToken, status: 200} },
+		func() step {
+			return step{op: "GET /v1/witness", path: "/v1/witness", token: n.observerToken, status: 200}
+		},
 		func() step {
 			return step{op: "POST /mcp", path: "/mcp", token: n.observerToken, status: 200,
 				body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"query_events","arguments":{"limit":1}}}`}
