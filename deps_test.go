@@ -21,7 +21,7 @@ var ownImports = map[string][]string{
 	"projections": {"eventlog"},
 	"commands":    {"eventlog"},
 	"stream":      {"eventlog"},
-	"http":        {"commands", "projections", "eventlog", "stream"},
+	"http":        {"commands", "projections", "eventlog", "stream", "witness"},
 	"cmd":         {"*"},
 	// The oracle's unix-socket channel runs the commands' inputs and errors,
 	// answers a log that cannot write as unavailable, and decodes its lines by
@@ -29,7 +29,8 @@ var ownImports = map[string][]string{
 	"oraclesock": {"commands", "eventlog", "http"},
 	// The transparency tools read and check what the log signs; they reach a
 	// node's API with plain net/http, not through package http.
-	"transparency": {"eventlog"},
+	"transparency": {"eventlog", "witness"},
+	"witness":      {"eventlog"},
 	// internal holds standard-library-only helpers (the one atomic file
 	// writer, the slog level floor, the median ops rate) that any package may
 	// use; it imports nothing of ours.
@@ -73,7 +74,7 @@ var thirdParty = map[string][]string{
 	// the log and the registry client report through plain hooks.
 	"github.com/prometheus/": {"http"},
 	// The Merkle tree, its proofs, tiles and signed checkpoints (docs/transparency.md): kept and signed by the log, checked by the observer's commands.
-	"golang.org/x/mod/sumdb": {"eventlog", "http", "cmd", "transparency", "docs"},
+	"golang.org/x/mod/sumdb": {"eventlog", "http", "cmd", "transparency", "witness", "docs"},
 }
 
 // TestImportPolicy reads the imports of every non-test Go file and checks them

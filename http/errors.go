@@ -60,6 +60,8 @@ const (
 	codeBusy               = "busy" // the response budget (responsebudget.go)
 	// A hash tile beyond the Merkle tree (transparency.go).
 	codeTileNotFound = "tile_not_found"
+	// No checkpoint has a quorum of cosignatures yet (transparency.go).
+	codeNotWitnessed = "not_witnessed"
 	// The registry proxy of a node run without a registry (servicenet.go).
 	codeRegistryNotConfigured = "registry_not_configured"
 	// The MCP transport's own refusals (mcp.go).
@@ -105,6 +107,17 @@ func invalidQuery(param, format string, args ...any) *Error {
 func tileNotFound(path string, treeSize int64) *Error {
 	return &Error{Status: http.StatusNotFound, Code: codeTileNotFound,
 		Message: fmt.Sprintf("tile %s is beyond the tree, which has %d events", path, treeSize)}
+}
+
+// errNotWitnessed answers GET /v1/transparency/checkpoint?witnessed=1 while
+// no checkpoint has a quorum of cosignatures; configured says whether the
+// node has witnesses at all.
+func errNotWitnessed(configured bool) *Error {
+	msg := "no checkpoint of this node has a quorum of cosignatures yet; GET /v1/transparency shows each witness's status"
+	if !configured {
+		msg = "this node submits its checkpoints to no witness (serve --witness)"
+	}
+	return &Error{Status: http.StatusNotFound, Code: codeNotWitnessed, Message: msg}
 }
 
 // errRegistryNotConfigured answers the registry proxy's routes and tools on a

@@ -27,6 +27,7 @@ import (
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/stream"
+	"github.com/civnode/civnode/witness"
 )
 
 // openAPIValidateDir holds the validator script and its pinned dependencies.
@@ -81,7 +82,18 @@ func newWiredNode(t *testing.T, registryURL string) *wiredNode {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	s := New(wired(Options{OwnerToken: testToken, Logger: discardLogger(), Governs: []string{"genesis"}, Stream: st,
+	// The node witnesses its own log, so that the walk can have a checkpoint
+	// cosigned and refused without a second node.
+	wkey, err := witness.DeriveKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wit, err := witness.New(witness.Options{Key: wkey, Name: witness.Name(did), Logs: []string{c.Log.VerifierKey()},
+		StatePath: filepath.Join(t.TempDir(), "witness.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(wired(Options{OwnerToken: testToken, Logger: discardLogger(), Governs: []string{"genesis"}, Stream: st, Witness: wit,
 		Snapshot: func(context.Context) (Snapshot, error) {
 			dir := filepath.Join(t.TempDir(), "snapshot")
 			b, err := c.Log.Backup(dir)
@@ -113,6 +125,16 @@ func newWiredNode(t *testing.T, registryURL string) *wiredNode {
 	}
 	return &wiredNode{testNode: &testNode{t: t, log: c.Log, srv: s, url: hs.URL},
 		agentToken: agent.Secret, observerToken: observer.Secret}
+}
+
+// checkpoint is the node's signed checkpoint of its current tree.
+func (n *wiredNode) checkpoint() string {
+	n.t.Helper()
+	_, signed, err := n.log.TreeCheckpoint()
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return string(signed)
 }
 
 // routeParam matches an httprouter parameter (:name) or catch-all (*name).
@@ -870,6 +892,29 @@ func walkAPI(t *testing.T, n *wiredNode, visit func(op, request string, r respon
 		},
 		func() step {
 			return step{op: "GET /v1/transparency/tile/{tile}", path: "/v1/transparency/tile/0/000", token: n.observerToken, status: 404}
+		},
+		func() step {
+			return step{op: "GET /v1/transparency/checkpoint", path: "/v1/transparency/checkpoint?witnessed=1", token: n.observerToken, status: 404}
+		},
+		func() step {
+			return step{op: "GET /v1/transparency/checkpoint", path: "/v1/transparency/checkpoint?witnessed=2", token: n.observerToken, status: 400}
+		},
+		func() step {
+			return step{op: "GET /v1/witness", path: "/v1/witness", token: n.observerToken, status: 200}
+		},
+		func() step { return step{op: "GET /v1/witness", path: "/v1/witness", token: n.agentToken, status: 403} },
+		func() step {
+			return step{op: "POST /v1/witness/add-checkpoint", path: "/v1/witness/add-checkpoint", body: "old 0\n\n" + n.checkpoint(), status: 200}
+		},
+		func() step {
+			// The witness holds the tree now: old 0 is a conflict naming its size.
+			return step{op: "POST /v1/witness/add-checkpoint", path: "/v1/witness/add-checkpoint", body: "old 0\n\n" + n.checkpoint(), status: 409}
+		},
+		func() step {
+			return step{op: "POST /v1/witness/add-checkpoint", path: "/v1/witness/add-checkpoint", body: "not a request", status: 400}
+		},
+		func() step {
+			return step{op: "GET /v1/witness", path: "/v1/witness", token: n.observerToken, status: 200}
 		},
 		func() step {
 			return step{op: "POST /mcp", path: "/mcp", token: n.observerToken, status: 200,

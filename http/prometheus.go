@@ -34,6 +34,8 @@ type Metrics struct {
 
 	registryCalls    *prometheus.CounterVec
 	registryDuration *prometheus.HistogramVec
+
+	cosigned prometheus.Counter // cosignatures this node gave as a witness
 }
 
 // Buckets. A durable append answers in about a millisecond and most reads in
@@ -83,12 +85,16 @@ func NewMetrics() *Metrics {
 			Help:    "Time of one attempt to call the agent registry, by operation.",
 			Buckets: registryBuckets,
 		}, []string{"op"}),
+		cosigned: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "civnode_witness_cosignatures_given_total",
+			Help: "Checkpoints of other logs this node cosigned as a witness (POST /v1/witness/add-checkpoint) since it started.",
+		}),
 	}
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.appended, m.groupEvents, m.fsync, m.commitErrors,
-		m.httpDuration, m.registryCalls, m.registryDuration,
+		m.httpDuration, m.registryCalls, m.registryDuration, m.cosigned,
 	)
 	return m
 }
@@ -282,6 +288,11 @@ func (s *Server) registerServer() {
 	})
 	if err := s.metrics.reg.Register(newServerCollector(s)); err != nil {
 		s.logger.Warn("metrics already hold another server's collector", "err", err)
+	}
+	if s.witnesses != nil {
+		if err := s.metrics.reg.Register(newWitnessCollector(s.witnesses)); err != nil {
+			s.logger.Warn("metrics already hold another server's witness collector", "err", err)
+		}
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/projections"
 	"github.com/civnode/civnode/stream"
+	"github.com/civnode/civnode/witness"
 )
 
 // Options configures New. Every field but Log has a default.
@@ -124,6 +125,13 @@ type Options struct {
 	// the log's OnGroupCommit and the registry client's Observe to have their
 	// series too. Default: a registry of the server's own.
 	Metrics *Metrics
+
+	// Witnesses, if set, submits the node's checkpoints to witnesses: GET
+	// /v1/transparency lists them and serves the witnessed checkpoint.
+	// Witness, if set, makes the node a witness of other logs: POST
+	// /v1/witness/add-checkpoint and GET /v1/witness (docs/transparency.md).
+	Witnesses *witness.Submitter
+	Witness   *witness.Witness
 }
 
 // DefaultPageBytes is the default of Options.PageBytes: 4 MiB bounds the memory
@@ -153,7 +161,12 @@ const (
 
 // Server is the control API. It is an http.Handler; Serve runs it on a listener.
 type Server struct {
-	log            *eventlog.Log
+	log       *eventlog.Log
+	witnesses *witness.Submitter // nil: no witnesses configured
+	witness   *witness.Witness   // nil: the node witnesses no log
+	// witnessLimits bounds each client address's add-checkpoint requests
+	// (witness.go), which carry no token.
+	witnessLimits  *keyedLimiters
 	logger         *slog.Logger
 	governs        []string
 	bodyLimit      int64
@@ -320,6 +333,8 @@ func New(opts Options) *Server {
 		payments:        opts.PaymentAccounts,
 		snapshot:        opts.Snapshot,
 		metrics:         opts.Metrics,
+		witnesses:       opts.Witnesses,
+		witness:         opts.Witness,
 		headerTimeout:   readHeaderTimeout,
 		readTimeout:     readTimeout,
 		idleTimeout:     idleTimeout,
@@ -386,6 +401,7 @@ func (s *Server) routes() {
 	s.servicenetRoutes()
 	s.mcpRoutes()
 	s.transparencyRoutes()
+	s.witnessRoutes()
 	s.operatorRoutes()
 }
 

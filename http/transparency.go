@@ -12,6 +12,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/witness"
 )
 
 // The transparency log (docs/transparency.md): the Merkle tree the log keeps beside the
@@ -40,6 +41,48 @@ type transparencyResponse struct {
 	TreeSize    int64  `json:"tree_size"`
 	RootHash    string `json:"root_hash"`
 	Checkpoint  string `json:"checkpoint"`
+	// Witnessed is the newest checkpoint with a quorum of cosignatures, null
+	// while there is none; Witnesses the status of each witness the node
+	// submits to, [] when it has none (docs/transparency.md, Witnessing).
+	Witnessed *witness.Witnessed `json:"witnessed"`
+	Witnesses []witnessStatus    `json:"witnesses"`
+}
+
+type witnessStatus struct {
+	Name         string  `json:"name"`
+	VerifierKey  string  `json:"verifier_key"`
+	URL          string  `json:"url"`
+	CosignedSize int64   `json:"cosigned_size"`
+	CosignedAt   *string `json:"cosigned_at"`
+	LastError    *string `json:"last_error"`
+}
+
+// witnessStatuses are the witnesses' status lines, [] without witnesses.
+func (s *Server) witnessStatuses() []witnessStatus {
+	out := []witnessStatus{}
+	if s.witnesses == nil {
+		return out
+	}
+	for _, st := range s.witnesses.Statuses() {
+		out = append(out, witnessStatus{Name: st.Name, VerifierKey: st.VerifierKey, URL: st.URL,
+			CosignedSize: st.CosignedSize, CosignedAt: nonEmpty(st.CosignedAt), LastError: nonEmpty(st.LastError)})
+	}
+	return out
+}
+
+// witnessed is the newest witnessed checkpoint, nil without one.
+func (s *Server) witnessed() *witness.Witnessed {
+	if s.witnesses == nil {
+		return nil
+	}
+	return s.witnesses.Witnessed()
+}
+
+func nonEmpty(v string) *string {
+	if v == "" {
+		return nil
+	}
+	return &v
 }
 
 // handleTransparency answers GET /v1/transparency with the tree head and its
@@ -52,15 +95,36 @@ func (s *Server) handleTransparency(w http.ResponseWriter, r *http.Request, _ ht
 	return writeJSON(w, transparencyResponse{
 		Origin: s.log.Origin(), VerifierKey: s.log.VerifierKey(),
 		TreeSize: head.Size, RootHash: b64(head.Root), Checkpoint: string(note),
+		Witnessed: s.witnessed(), Witnesses: s.witnessStatuses(),
 	})
 }
 
 // handleCheckpoint answers GET /v1/transparency/checkpoint with the signed
-// note alone, as the C2SP tlog-checkpoint endpoint of a log serves it.
+// note alone, as the C2SP tlog-checkpoint endpoint of a log serves it; with
+// ?witnessed=1, the newest witnessed checkpoint, cosignatures included.
 func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	_, note, err := s.log.TreeCheckpoint()
+	q := r.URL.Query()
+	if err := onlyParams(q, "witnessed"); err != nil {
+		return err
+	}
+	v, err := queryValue(q, "witnessed")
 	if err != nil {
 		return err
+	}
+	var note []byte
+	switch v {
+	case "", "0":
+		if _, note, err = s.log.TreeCheckpoint(); err != nil {
+			return err
+		}
+	case "1":
+		wc := s.witnessed()
+		if wc == nil {
+			return errNotWitnessed(s.witnesses != nil)
+		}
+		note = []byte(wc.Checkpoint)
+	default:
+		return invalidField("witnessed", "witnessed must be 1 (the witnessed checkpoint) or 0")
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/plain; charset=utf-8")

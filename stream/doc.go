@@ -18,6 +18,10 @@
 //	                              tree has grown, at most once a second
 //	                              (PublishCheckpoints); header
 //	                              Civnode-Tree-Size = its tree size
+//	civnode.<node>.checkpoints.witnessed
+//	                              each newer witnessed checkpoint: the note
+//	                              with a quorum of witnesses' cosignature lines
+//	                              (PublishWitnessed); header Civnode-Tree-Size
 //
 // Event types are dot-separated tokens, so the type filter of eventlog
 // ("mission.*": every type that starts with "mission.", at any depth) is the

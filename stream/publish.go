@@ -83,6 +83,17 @@ func (s *Server) PublishCheckpoint(treeSize int64, note []byte) {
 	}
 }
 
+// PublishWitnessed publishes a witnessed checkpoint (the note with its
+// cosignatures) on civnode.<node>.checkpoints.witnessed.
+func (s *Server) PublishWitnessed(treeSize int64, note []byte) {
+	msg := &nats.Msg{Subject: WitnessedSubject(s.did), Data: note, Header: nats.Header{}}
+	msg.Header.Set(HeaderTreeSize, strconv.FormatInt(treeSize, 10))
+	if err := s.pub.PublishMsg(msg); err != nil && !s.isClosed() {
+		s.publishErrors.Add(1)
+		s.log.Error("publish witnessed checkpoint", "tree_size", treeSize, "err", err)
+	}
+}
+
 // HeaderTreeSize carries a checkpoint's tree size beside its note.
 const HeaderTreeSize = "Civnode-Tree-Size"
 

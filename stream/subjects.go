@@ -20,6 +20,13 @@ func CheckpointsSubject(nodeDID string) string {
 	return "civnode." + nodeDID + ".checkpoints"
 }
 
+// WitnessedSubject is the subject the witnessed checkpoints are published on:
+// the node's note with a quorum of witnesses' cosignatures
+// (docs/transparency.md, Witnessing).
+func WitnessedSubject(nodeDID string) string {
+	return CheckpointsSubject(nodeDID) + ".witnessed"
+}
+
 // filterSubject turns an eventlog type filter into the NATS subject that
 // matches the same types: "" every type, "mission.*" every type that starts
 // with "mission." at any depth (the eventlog prefix rule, which is NATS's '>'

@@ -29,13 +29,21 @@ type CheckOptions struct {
 	// VerifierKey, when set, is the key to expect instead of trusting the
 	// first one seen.
 	VerifierKey string
+	// Witnesses, when set, are the cosignature/v1 verifier keys of the
+	// witnesses whose cosignatures a checkpoint must carry, Quorum of them
+	// (default 1), none older than MaxAge (default DefaultMaxAge); a
+	// checkpoint without them is ErrNotWitnessed.
+	Witnesses []string
+	Quorum    int
+	MaxAge    time.Duration
 }
 
 // Report is Check's result, printed as one JSON object by civnode
 // transparency check --json.
 type Report struct {
 	// Result is trusted (first run), consistent, unchanged, or the problem:
-	// forked, rolled_back, another_key; error for any other failure.
+	// forked, rolled_back, another_key, not_witnessed; error for any other
+	// failure.
 	Result           string `json:"result"`
 	Origin           string `json:"origin,omitempty"`
 	VerifierKey      string `json:"verifier_key,omitempty"`
@@ -105,6 +113,13 @@ func Check(ctx context.Context, host Host, url string, opts CheckOptions) (Repor
 			rep.Result = "consistent"
 		}
 	}
+	if err == nil && len(opts.Witnesses) > 0 {
+		if err = checkWitnessed(signed, opts, time.Now()); errors.Is(err, ErrNotWitnessed) {
+			rep.Result = "not_witnessed"
+		} else if err != nil {
+			return rep, err
+		}
+	}
 	if err != nil {
 		return rep, withEvidence(opts, url, st, signed, proof, &rep, err)
 	}
@@ -138,7 +153,18 @@ func firstCheck(ctx context.Context, host Host, url string, opts CheckOptions) (
 	if err != nil {
 		return rep, err
 	}
-	rep.Result, rep.TreeSize, rep.RootHash = "trusted", head.Size, B64(head.Root)
+	rep.TreeSize, rep.RootHash = head.Size, B64(head.Root)
+	if len(opts.Witnesses) > 0 {
+		if err := checkWitnessed(signed, opts, time.Now()); err != nil {
+			if errors.Is(err, ErrNotWitnessed) {
+				rep.Result = "not_witnessed"
+				st := &State{VerifierKey: vkey}
+				return rep, withEvidence(opts, url, st, signed, nil, &rep, err)
+			}
+			return rep, err
+		}
+	}
+	rep.Result = "trusted"
 	return rep, saveState(opts.State, State{VerifierKey: vkey, Checkpoint: string(signed), URL: url})
 }
 

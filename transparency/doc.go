@@ -34,6 +34,10 @@
 // apart (flock on Linux and macOS), since an older checkpoint written last
 // would look like a rollback. It refuses a directory whose checkpoint is
 // another key's, of a larger tree, or of a tree the node's does not extend.
+// The checkpoint it writes is the node's witnessed one (Source.Witnessed, with
+// the witnesses' cosignatures) when that is of the very tree published, so an
+// observer requiring witnesses can read the static copy too; else the plain
+// one.
 //
 // # Check
 //

@@ -26,15 +26,31 @@ type Host interface {
 }
 
 // NodeHost reads a node's transparency endpoints.
-func NodeHost(c *Client) Host { return nodeHost{c} }
+func NodeHost(c *Client) Host { return nodeHost{c: c} }
 
-type nodeHost struct{ c *Client }
+// WitnessedNodeHost reads a node's transparency endpoints and its witnessed
+// checkpoint (GET /v1/transparency/checkpoint?witnessed=1), falling back to
+// the plain one while it has none.
+func WitnessedNodeHost(c *Client) Host { return nodeHost{c: c, witnessed: true} }
+
+type nodeHost struct {
+	c         *Client
+	witnessed bool
+}
 
 func (s nodeHost) First(ctx context.Context) (string, []byte, error) {
-	return apiSource{s.c}.Head(ctx)
+	vkey, signed, err := apiSource{s.c}.Head(ctx)
+	if err != nil || !s.witnessed {
+		return vkey, signed, err
+	}
+	signed, err = s.witnessedCheckpoint(ctx)
+	return vkey, signed, err
 }
 
 func (s nodeHost) Checkpoint(ctx context.Context) ([]byte, error) {
+	if s.witnessed {
+		return s.witnessedCheckpoint(ctx)
+	}
 	return s.c.get(ctx, "/v1/transparency/checkpoint")
 }
 

@@ -9,6 +9,8 @@ import (
 	"fmt"
 
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/civnode/civnode/eventlog"
 )
 
 // Proof is what civnode transparency prove prints: everything an offline
@@ -81,6 +83,39 @@ func Prove(ctx context.Context, src Source, seq uint64, size int64) (*Proof, err
 			return nil, fmt.Errorf("the node's checkpoint of size %d: %w", size, err)
 		}
 	}
+	return prove(ctx, src, seq, k, signed, head)
+}
+
+// ProveWitnessed is Prove in the tree of the node's witnessed checkpoint,
+// which the proof carries, cosignatures included, for an observer that
+// requires witnesses (check-inclusion.mjs --witness, tlogcheck -witness).
+func ProveWitnessed(ctx context.Context, src Source, seq uint64) (*Proof, error) {
+	vkey, _, err := src.Head(ctx)
+	if err != nil {
+		return nil, err
+	}
+	k, err := ParseKey(vkey)
+	if err != nil {
+		return nil, fmt.Errorf("the node's %w", err)
+	}
+	signed, err := src.Witnessed(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the node's witnessed checkpoint: %w", err)
+	}
+	if signed == nil {
+		return nil, fmt.Errorf("%w: the node has no witnessed checkpoint (serve --witness)", ErrNotWitnessed)
+	}
+	head, err := k.OpenCheckpoint(signed)
+	if err != nil {
+		return nil, fmt.Errorf("the node's witnessed checkpoint: %w", err)
+	}
+	return prove(ctx, src, seq, k, signed, head)
+}
+
+// prove assembles and checks the proof of seq in the tree of head, which
+// signed is k's checkpoint of.
+func prove(ctx context.Context, src Source, seq uint64, k Key, signed []byte, head eventlog.TreeHead) (*Proof, error) {
+	vkey := k.VerifierKey
 	if seq > uint64(head.Size) {
 		return nil, fmt.Errorf("seq %d is beyond the tree, which has %d events", seq, head.Size)
 	}

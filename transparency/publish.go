@@ -47,6 +47,9 @@ type Published struct {
 	Written   int               // new tiles written
 	Kept      int               // new tiles already there from a run cut short
 	Repaired  int               // published tiles written again
+	// Witnessed: the published checkpoint is the node's witnessed one, with
+	// its witnesses' cosignatures. CheckpointWritten: this run wrote it.
+	Witnessed, CheckpointWritten bool
 }
 
 // Publish writes the node's tree, read from src, to dir in the C2SP
@@ -102,6 +105,16 @@ func Publish(ctx context.Context, src Source, dir string, opts PublishOptions) (
 	if err != nil {
 		return Published{}, err
 	}
+	// An observer of the published log may require cosignatures
+	// (transparency check --witness): the node's witnessed checkpoint is
+	// written instead when it covers the published size.
+	witnessed, err := witnessedAt(ctx, src, k, head)
+	if err != nil {
+		return Published{}, err
+	}
+	if witnessed != nil {
+		signed = witnessed
+	}
 
 	ds := newDirSyncer(dir)
 	// The new checkpoint vouches for the old tree's tiles too: any that was
@@ -143,15 +156,48 @@ func Publish(ctx context.Context, src Source, dir string, opts PublishOptions) (
 	if err := ds.sync(); err != nil {
 		return Published{}, fmt.Errorf("sync the tiles: %w", err)
 	}
-	if old.Size != head.Size {
-		if err := atomicfile.Replace(filepath.Join(dir, CheckpointFile), tmpDir, signed, 0o644); err != nil {
+	// The same tree gets its checkpoint again when it has since been
+	// witnessed; a witnessed one is never replaced by a plain one.
+	path := filepath.Join(dir, CheckpointFile)
+	rewrite := old.Size != head.Size
+	if !rewrite && witnessed != nil {
+		cur, err := readOptionalFile(path)
+		if err != nil {
+			return Published{}, fmt.Errorf("read the published checkpoint: %w", err)
+		}
+		rewrite = !bytes.Equal(cur, witnessed)
+	}
+	if rewrite {
+		if err := atomicfile.Replace(path, tmpDir, signed, 0o644); err != nil {
 			return Published{}, err
 		}
 		if err := atomicfile.SyncDir(dir); err != nil {
 			return Published{}, err
 		}
 	}
-	return Published{Origin: k.Origin, Old: old, Head: head, Written: written, Kept: kept, Repaired: len(repaired)}, nil
+	return Published{Origin: k.Origin, Old: old, Head: head, Written: written, Kept: kept, Repaired: len(repaired), Witnessed: witnessed != nil, CheckpointWritten: rewrite}, nil
+}
+
+// witnessedAt is the node's witnessed checkpoint when it is of the tree of
+// head (same size, same root, signed by k), else nil: a witnessed checkpoint
+// of an older tree would publish less than the tiles hold, and one that does
+// not verify is not written anywhere.
+func witnessedAt(ctx context.Context, src Source, k Key, head eventlog.TreeHead) ([]byte, error) {
+	w, err := src.Witnessed(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the node's witnessed checkpoint: %w", err)
+	}
+	if w == nil {
+		return nil, nil
+	}
+	wh, err := k.OpenCheckpoint(w)
+	if err != nil {
+		return nil, fmt.Errorf("the node's witnessed checkpoint: %w", err)
+	}
+	if wh.Size != head.Size || wh.Root != head.Root {
+		return nil, nil
+	}
+	return w, nil
 }
 
 // verifyPublishedTiles checks every tile of the tree of size n already

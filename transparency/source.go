@@ -12,6 +12,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/witness"
 )
 
 // Source is where Publish and Prove read the Merkle tree: the event log
@@ -31,6 +32,10 @@ type Source interface {
 	Inclusion(ctx context.Context, seq uint64, size int64) (tlog.RecordProof, error)
 	// Event is the event at seq as stored and served.
 	Event(ctx context.Context, seq uint64) ([]byte, error)
+	// Witnessed is the node's newest witnessed checkpoint (its note with
+	// the witnesses' cosignature lines), nil when it has none. The caller
+	// opens it with the node's key and compares it with Head.
+	Witnessed(ctx context.Context) ([]byte, error)
 	// Via names the source in messages.
 	Via() string
 }
@@ -45,12 +50,31 @@ func TilePath(t tlog.Tile) string {
 }
 
 // LogSource reads the tree from the event log of a stopped node; dir names it
-// in messages.
+// in messages. It has no witnessed checkpoint.
 func LogSource(l *eventlog.Log, dir string) Source { return logSource{l: l, dir: dir} }
 
+// WitnessedLogSource is LogSource with the witnessed checkpoint the node kept
+// in the state file of its witness submitter (cosignatures, a path that need
+// not exist).
+func WitnessedLogSource(l *eventlog.Log, dir, cosignatures string) Source {
+	return logSource{l: l, dir: dir, cosignatures: cosignatures}
+}
+
 type logSource struct {
-	l   *eventlog.Log
-	dir string
+	l            *eventlog.Log
+	dir          string
+	cosignatures string
+}
+
+func (s logSource) Witnessed(context.Context) ([]byte, error) {
+	if s.cosignatures == "" {
+		return nil, nil
+	}
+	w, err := witness.ReadWitnessed(s.cosignatures)
+	if err != nil || w == nil {
+		return nil, err
+	}
+	return []byte(w.Checkpoint), nil
 }
 
 func (s logSource) Via() string { return s.dir }
@@ -100,6 +124,11 @@ type Summary struct {
 	TreeSize    int64  `json:"tree_size"`
 	RootHash    string `json:"root_hash"`
 	Checkpoint  string `json:"checkpoint"`
+	// Witnessed is the node's newest witnessed checkpoint, nil without one.
+	Witnessed *struct {
+		TreeSize   int64  `json:"tree_size"`
+		Checkpoint string `json:"checkpoint"`
+	} `json:"witnessed"`
 }
 
 func (s apiSource) Head(ctx context.Context) (string, []byte, error) {
@@ -108,6 +137,17 @@ func (s apiSource) Head(ctx context.Context) (string, []byte, error) {
 		return "", nil, err
 	}
 	return sum.VerifierKey, []byte(sum.Checkpoint), nil
+}
+
+func (s apiSource) Witnessed(ctx context.Context) ([]byte, error) {
+	var sum Summary
+	if err := s.c.getJSON(ctx, "/v1/transparency", &sum); err != nil {
+		return nil, err
+	}
+	if sum.Witnessed == nil {
+		return nil, nil
+	}
+	return []byte(sum.Witnessed.Checkpoint), nil
 }
 
 // ErrCurrentCheckpointOnly: a node signs checkpoints over its API for its

@@ -68,7 +68,7 @@ func (c *backupCmd) run(ctx context.Context, dest string) (err error) {
 		}
 	}()
 	progress, done := m.byteProgress("backup")
-	man, err := backup.Write(snap, string(dir), datadir.Secrets, dest, time.Now(), progress)
+	man, err := backup.Write(snap, string(dir), datadir.BackupFiles, dest, time.Now(), progress)
 	done()
 	if err != nil {
 		return fmt.Errorf("back up %s to %s: %w", dir, dest, err)

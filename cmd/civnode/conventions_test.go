@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -417,5 +419,32 @@ func TestPackagingFiles(t *testing.T) {
 	}
 	if err := serve.ParseFlags(exec[2:]); err != nil {
 		t.Errorf("unit's ExecStart: %v", err)
+	}
+}
+
+// TestServeSourcesSplitLists: a flag that repeats (--witness) takes a list
+// from the environment or the config file item by item, not as one value
+// with commas in it; an empty value is an empty list.
+func TestServeSourcesSplitLists(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		want []string
+	}{{"a@http://x,b@http://y", []string{"a@http://x", "b@http://y"}}, {"", []string{}}} {
+		fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		fs.String(configFlag, "", "")
+		list := fs.StringArray("witness", nil, "")
+		m := testMain(nil, io.Discard, io.Discard)
+		m.LookupEnv = func(name string) (string, bool) {
+			if name == "CIVNODE_WITNESS" {
+				return tc.env, true
+			}
+			return "", false
+		}
+		if err := m.applyServeSources(fs); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(*list, tc.want) {
+			t.Errorf("CIVNODE_WITNESS=%q gave %q, want %q", tc.env, *list, tc.want)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/civnode/civnode/eventlog"
 	civhttp "github.com/civnode/civnode/http"
 	"github.com/civnode/civnode/stream"
+	"github.com/civnode/civnode/witness"
 )
 
 // serveConfig is the command line of serve (civnode serve --help).
@@ -46,6 +47,12 @@ type serveConfig struct {
 	registryURL string
 	// modelCache bounds the read models' write-through cache, in bytes.
 	modelCache int64
+	// witnesses (VKEY@URL) cosign the node's checkpoints, witnessQuorum of
+	// them make one witnessed; witnessFor are the verifier keys of the logs
+	// this node witnesses (docs/transparency.md, Witnessing).
+	witnesses     []string
+	witnessQuorum int
+	witnessFor    []string
 }
 
 // serveCmd is civnode serve: its flags, and the node they configure.
@@ -129,6 +136,9 @@ with Retry-After (health and the node proof are never held back). Every limit is
 	f.IntVar(&cfg.natsMaxSubs, "nats-max-subs", stream.DefaultMaxSubs, "subscriptions of one --nats-listen client; one more is refused (0: no cap)")
 	f.Int64Var(&cfg.modelCache, "model-cache", eventlog.DefaultModelCacheSize, "`BYTES` of read-model records kept in memory for the write path's decisions and folds (docs/limits.md); at least 1 MiB")
 	f.Int64Var(&cfg.natsMaxPending, "nats-max-pending", stream.DefaultMaxPending, "`BYTES` queued for one NATS client before it is cut off as a slow consumer; at least 8 MiB")
+	f.StringArrayVar(&cfg.witnesses, "witness", nil, "submit each new checkpoint to the witness `VKEY@URL` (its cosignature/v1 verifier key and base URL; repeatable; docs/transparency.md)")
+	f.IntVar(&cfg.witnessQuorum, "witness-quorum", 1, "cosignatures of --witness witnesses that make a checkpoint witnessed")
+	f.StringArrayVar(&cfg.witnessFor, "witness-for", nil, "witness the log with the note verifier key `VKEY` at POST /v1/witness/add-checkpoint (repeatable)")
 	return cmd
 }
 
@@ -153,6 +163,13 @@ func (cfg serveConfig) check() error {
 		return usageErrorf("--max-conns-per-addr must be 0 or more (0: no cap)")
 	case cfg.modelCache < 1<<20:
 		return usageErrorf("--model-cache must be at least 1 MiB (1048576)")
+	case cfg.witnessQuorum < 1 || len(cfg.witnesses) > 0 && cfg.witnessQuorum > len(cfg.witnesses):
+		return usageErrorf("--witness-quorum must be from 1 to the number of --witness flags (%d)", max(1, len(cfg.witnesses)))
+	}
+	for _, w := range cfg.witnesses {
+		if _, err := witness.ParseRemote(w); err != nil {
+			return usageErrorf("--witness: %v", err)
+		}
 	}
 	return nil
 }
@@ -222,6 +239,7 @@ func (c *serveCmd) run(ctx context.Context) error {
 		NATS: stream.Options{Listen: cfg.natsListen, LeafURL: cfg.natsLeaf,
 			MaxConns: natsLimit(cfg.natsMaxConns), MaxSubs: natsLimit(cfg.natsMaxSubs), MaxPending: cfg.natsMaxPending},
 		Version: build.Version, Commit: build.Commit, GoVersion: build.GoVersion,
+		Witnessing:   localnode.Witnessing{Witnesses: cfg.witnesses, Quorum: cfg.witnessQuorum, For: cfg.witnessFor},
 		Settings:     []any{"rate_limit", cfg.rateLimit, "max_conns", cfg.maxConns, "max_conns_per_addr", cfg.maxConnsPerAddr},
 		Logger:       logger,
 		TreeBuildBar: c.m.treeBuildBar(),

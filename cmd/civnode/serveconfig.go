@@ -50,18 +50,30 @@ func (m *Main) applyServeSources(fs *pflag.FlagSet) error {
 		}
 	}
 	var errs []error
+	// A list from the environment or the file is its items joined with
+	// commas; a flag that repeats (--witness) takes them one by one.
+	set := func(f *pflag.Flag, v string) error {
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			items := []string{}
+			if v != "" {
+				items = strings.Split(v, ",")
+			}
+			return sv.Replace(items)
+		}
+		return fs.Set(f.Name, v)
+	}
 	fs.VisitAll(func(f *pflag.Flag) {
 		if f.Changed || f.Name == configFlag || f.Name == "help" {
 			return
 		}
 		if v, ok := m.lookupEnv(envName(f.Name)); ok {
-			if err := fs.Set(f.Name, v); err != nil {
+			if err := set(f, v); err != nil {
 				errs = append(errs, usageErrorf("$%s: %v", envName(f.Name), err))
 			}
 			return
 		}
 		if v, ok := fromFile[f.Name]; ok {
-			if err := fs.Set(f.Name, v); err != nil {
+			if err := set(f, v); err != nil {
 				errs = append(errs, usageErrorf("config %s: %s: %v", path, f.Name, err))
 			}
 		}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"encoding/json"
 	"fmt"
 
@@ -18,6 +20,9 @@ type monitorCmd struct {
 	token       string
 	state       string
 	verifierKey string
+	witnesses   []string
+	quorum      int
+	maxAge      time.Duration
 	json        bool
 	verbose     bool
 }
@@ -43,6 +48,9 @@ checkpoint. It exits 1, naming the problem, when
   the log forked                              the same size with another root, or a
                                               larger tree that does not extend the
                                               stored one
+  not witnessed                               with --witness: fewer than --quorum
+                                              valid cosignatures of those keys, each
+                                              no older than --max-age (default 24h)
 
 and then keeps the stored checkpoint and writes what it was served beside the
 state file, in a new file FILE.evidence-<UTC time>-<problem>.json that no
@@ -86,9 +94,16 @@ problem or any other failure, 2 a mistake on the command line.`,
 					return err
 				}
 				host = transparency.NodeHost(c)
+				if len(cfg.witnesses) > 0 {
+					host = transparency.WitnessedNodeHost(c)
+				}
+			}
+			if cfg.quorum < 1 || len(cfg.witnesses) > 0 && cfg.quorum > len(cfg.witnesses) {
+				return usageErrorf("--quorum must be from 1 to the number of --witness flags")
 			}
 			defer c.Close()
-			rep, err := transparency.Check(cmd.Context(), host, c.Base(), transparency.CheckOptions{State: cfg.state, VerifierKey: cfg.verifierKey})
+			rep, err := transparency.Check(cmd.Context(), host, c.Base(), transparency.CheckOptions{State: cfg.state, VerifierKey: cfg.verifierKey,
+				Witnesses: cfg.witnesses, Quorum: cfg.quorum, MaxAge: cfg.maxAge})
 			rep.BytesTransferred = c.Transferred()
 			return cfg.print(c.Via(), rep, err)
 		},
@@ -99,6 +114,9 @@ problem or any other failure, 2 a mistake on the command line.`,
 	f.StringVar(&cfg.token, "token", "", "an owner or observer token of the node (default $"+tokenEnv+")")
 	f.StringVar(&cfg.state, "state", "", "file holding the verifier key and the last verified checkpoint (created by the first run, mode 0600)")
 	f.StringVar(&cfg.verifierKey, "verifier-key", "", "the node's note verifier key to expect, instead of trusting the first one seen")
+	f.StringArrayVar(&cfg.witnesses, "witness", nil, "require cosignatures by the witness with this cosignature/v1 verifier key `VKEY` (repeatable; docs/transparency.md)")
+	f.IntVar(&cfg.quorum, "quorum", 1, "how many --witness cosignatures a checkpoint needs")
+	f.DurationVar(&cfg.maxAge, "max-age", transparency.DefaultMaxAge, "the oldest cosignature accepted")
 	f.BoolVar(&cfg.json, "json", false, "print one JSON object instead of a line")
 	f.BoolVarP(&cfg.verbose, "verbose", "v", false, "also print the bytes transferred")
 	return cmd

@@ -14,18 +14,19 @@ import (
 // proveCmd is civnode transparency prove: the proof that one event is in
 // the node's tree.
 type proveCmd struct {
-	m        *Main
-	g        *globals
-	treeSize int64
-	addr     string
-	token    string
-	dataDir  string
+	m         *Main
+	g         *globals
+	treeSize  int64
+	witnessed bool
+	addr      string
+	token     string
+	dataDir   string
 }
 
 func newTransparencyProveCommand(m *Main, g *globals) *cobra.Command {
 	cfg := &proveCmd{m: m, g: g}
 	cmd := &cobra.Command{
-		Use:   "prove SEQ [--tree-size N] [--addr URL --token T | --data-dir DIR]",
+		Use:   "prove SEQ [--tree-size N | --witnessed] [--addr URL --token T | --data-dir DIR]",
 		Short: "Print the proof that the event with SEQ is in the node's tree, checkable offline",
 		Long: `prove prints one JSON object that holds the event with SEQ to a checkpoint
 signed by the node, for anyone to check offline with golang.org/x/mod/sumdb/tlog
@@ -44,7 +45,10 @@ prints.
 With --token (or $CIVNODE_TOKEN, unless --data-dir is given), an owner or
 observer token, prove asks the node at --addr, which signs checkpoints of its
 current tree only. Without one, prove reads the node of --data-dir: through its API when it runs, else from
-the data dir, where --tree-size may name any earlier tree.`,
+the data dir, where --tree-size may name any earlier tree. With --witnessed
+it proves in the tree of the node's witnessed checkpoint (serve --witness),
+which the proof carries with the witnesses' cosignatures, for a checker that
+requires them (check-inclusion.mjs --witness).`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			seq, err := strconv.ParseUint(args[0], 10, 64)
@@ -53,6 +57,9 @@ the data dir, where --tree-size may name any earlier tree.`,
 			}
 			if cmd.Flags().Changed("tree-size") && cfg.treeSize < 1 {
 				return usageErrorf("--tree-size must be at least 1")
+			}
+			if cfg.witnessed && cmd.Flags().Changed("tree-size") {
+				return usageErrorf("give --tree-size or --witnessed, not both")
 			}
 			var token string
 			switch {
@@ -71,6 +78,7 @@ the data dir, where --tree-size may name any earlier tree.`,
 	}
 	f := cmd.Flags()
 	f.Int64Var(&cfg.treeSize, "tree-size", 0, "prove in the tree of the first `N` events (default: the current tree)")
+	f.BoolVar(&cfg.witnessed, "witnessed", false, "prove in the tree of the node's witnessed checkpoint, which the proof then carries with its cosignatures")
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "the node: its URL with --token, else HOST:PORT of the node running on --data-dir")
 	f.StringVar(&cfg.token, "token", "", "an owner or observer token of the node at --addr (default $"+tokenEnv+")")
 	f.StringVar(&cfg.dataDir, "data-dir", "", datadir.Help)
@@ -99,7 +107,12 @@ func (cfg *proveCmd) run(ctx context.Context, logger *slog.Logger, token string,
 		}()
 		src = s
 	}
-	p, err := transparency.Prove(ctx, src, seq, cfg.treeSize)
+	var p *transparency.Proof
+	if cfg.witnessed {
+		p, err = transparency.ProveWitnessed(ctx, src, seq)
+	} else {
+		p, err = transparency.Prove(ctx, src, seq, cfg.treeSize)
+	}
 	if err != nil {
 		return err
 	}

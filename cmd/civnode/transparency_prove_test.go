@@ -93,10 +93,11 @@ func trOtherKey(t *testing.T) string {
 	return vkey
 }
 
-// trTlogcheck builds docs/examples/tlogcheck, the 20-line checker of
+// trTlogcheck builds docs/examples/tlogcheck, the short checker of
 // docs/transparency.md, and returns a function that runs it on a proof with a
-// pinned key, returning its output and whether it exited 0.
-func trTlogcheck(t *testing.T) func(proof []byte, vkey string) (string, bool) {
+// pinned key (and any flags before it: -witness, -quorum), returning its
+// output and whether it exited 0.
+func trTlogcheck(t *testing.T) func(proof []byte, args ...string) (string, bool) {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "tlogcheck")
 	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
@@ -104,11 +105,11 @@ func trTlogcheck(t *testing.T) func(proof []byte, vkey string) (string, bool) {
 	if out, err := exec.CommandContext(ctx, goTool(), "build", "-o", bin, "../../docs/examples/tlogcheck").CombinedOutput(); err != nil {
 		t.Fatalf("build docs/examples/tlogcheck: %v\n%s", err, out)
 	}
-	return func(proof []byte, vkey string) (string, bool) {
+	return func(proof []byte, args ...string) (string, bool) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, bin, vkey)
+		cmd := exec.CommandContext(ctx, bin, args...)
 		cmd.Stdin = bytes.NewReader(proof)
 		out, err := cmd.CombinedOutput()
 		if _, exited := err.(*exec.ExitError); err != nil && !exited {

@@ -106,6 +106,8 @@ func (cfg *treeDirCmd) print(dir string, p transparency.Published) error {
 	old, head, written, kept, repaired := p.Old, p.Head, p.Written, p.Kept, p.Repaired
 	var what string
 	switch {
+	case old.Size == head.Size && p.CheckpointWritten:
+		what = "already published, witnessed checkpoint written"
 	case old.Size == head.Size:
 		what = "already published, nothing to write"
 	case old.Size == 0:
@@ -118,6 +120,9 @@ func (cfg *treeDirCmd) print(dir string, p transparency.Published) error {
 	}
 	if repaired > 0 {
 		what += fmt.Sprintf("; rewrote %s of the published tree that did not match the node's", inTiles(repaired))
+	}
+	if p.Witnessed && old.Size != head.Size {
+		what += " (the witnessed checkpoint)"
 	}
 	_, err := fmt.Fprintf(cfg.m.Stdout, "published %s tree size %d, root %s, to %s: %s\n", p.Origin, head.Size, transparency.B64(head.Root), dir, what)
 	return err

@@ -9,6 +9,17 @@
 // `civnode transparency check`, or the node's operator). Without it the key in
 // the input is used, which proves only that the node agrees with itself.
 //
+// To require witnesses (a checkpoint that the node cannot have shown anyone
+// else a different history for), prove in the witnessed tree and name them:
+//
+//   civnode transparency prove 7 --witnessed > proof.json
+//   node check-inclusion.mjs proof.json "$VKEY" --witness "$WVKEY" [--witness …] [--quorum K]
+//
+// Then K (default 1) of those witnesses must have cosigned the checkpoint
+// (C2SP tlog-cosignature: an Ed25519 signature, key type 0x04, over
+// "cosignature/v1\ntime <t>\n" and the note's text). Their age is not checked
+// here; `civnode transparency check --max-age` does that.
+//
 // It checks that the checkpoint is a signed note (C2SP signed-note) by that key
 // over origin, tree size and root (C2SP tlog-checkpoint); that the event hashes
 // to its id and is signed by the same key; and that the leaf SHA-256(0x00 ‖ id)
@@ -48,7 +59,17 @@ function keyOfDID(did) {
 const ed25519Key = (raw) =>
   createPublicKey({ key: Buffer.concat([Buffer.from("302a300506032b6570032100", "hex"), raw]), format: "der", type: "spki" });
 
-const [file = "-", pinned] = process.argv.slice(2);
+const positional = [];
+const witnessKeys = [];
+let quorum = 1;
+for (let args = process.argv.slice(2); args.length > 0; ) {
+  const a = args.shift();
+  if (a === "--witness") witnessKeys.push(args.shift() ?? fail("--witness needs a verifier key"));
+  else if (a === "--quorum") quorum = Number(args.shift());
+  else positional.push(a);
+}
+if (!Number.isInteger(quorum) || quorum < 1 || quorum > Math.max(witnessKeys.length, 1)) fail("--quorum must be from 1 to the number of --witness keys");
+const [file = "-", pinned] = positional;
 const p = JSON.parse(readFileSync(file === "-" ? 0 : file, "utf8"));
 
 // 1. The verifier key: <name>+<8 hex key hash>+base64(0x01 ‖ key), the hash
@@ -85,6 +106,33 @@ const size = BigInt(sizeLine);
 const root = Buffer.from(root64, "base64");
 if (root.length !== 32) fail("the checkpoint's root is not 32 bytes");
 if (BigInt(p.tree_size) !== size || p.root_hash !== root64) fail("tree_size and root_hash are not the checkpoint's");
+
+// 2b. The witnesses: each cosignature line is "— <name> base64(4-byte key
+// hash ‖ 8-byte big-endian time t ‖ signature)", the signature over
+// "cosignature/v1\ntime <t>\n" followed by the note's text; the witness's key
+// is <name>+<hash>+base64(0x04 ‖ key), the hash over name ‖ "\n" ‖ 0x04 ‖ key.
+if (witnessKeys.length > 0) {
+  const lines = note.slice(split + 2).split("\n");
+  let cosigned = 0;
+  for (const wkey of witnessKeys) {
+    const w = /^([^+]+)\+([0-9a-f]{8})\+(.+)$/.exec(wkey);
+    if (!w) fail(`the witness key ${wkey} is not <name>+<hash>+<key>`);
+    const wBytes = Buffer.from(w[3], "base64");
+    if (wBytes.length !== 33 || wBytes[0] !== 0x04) fail(`the witness key ${wkey} is not a cosignature/v1 key`);
+    if (sha256(w[1], "\n", wBytes).subarray(0, 4).toString("hex") !== w[2]) fail(`the witness key ${wkey}'s hash does not match`);
+    const wk = ed25519Key(wBytes.subarray(1));
+    const ok = lines
+      .filter((line) => line.startsWith(`— ${w[1]} `))
+      .map((line) => Buffer.from(line.slice(line.lastIndexOf(" ") + 1), "base64"))
+      .some((sig) => {
+        if (sig.length !== 76 || sig.subarray(0, 4).toString("hex") !== w[2]) return false;
+        const t = sig.readBigUInt64BE(4);
+        return verify(null, Buffer.concat([Buffer.from(`cosignature/v1\ntime ${t}\n`), Buffer.from(text)]), wk, sig.subarray(12));
+      });
+    if (ok) cosigned++;
+  }
+  if (cosigned < quorum) fail(`not witnessed: ${cosigned} of ${quorum} cosignatures`);
+}
 
 // 3. The event: id = SHA-256 of U, the JCS of the event without id and
 // signature; the signature is Ed25519 over U by the node's key.
@@ -123,4 +171,5 @@ for (const p64 of p.proof) {
   sn >>= 1n;
 }
 if (sn !== 0n || !r.equals(root)) fail("the inclusion proof does not lead to the checkpoint's root");
-console.log(`ok: seq ${p.seq} (event ${id}) is in the tree of ${size} events, root ${root64}, signed by ${name}`);
+const witnessed = witnessKeys.length > 0 ? `, cosigned by ${quorum} of ${witnessKeys.length} witnesses` : "";
+console.log(`ok: seq ${p.seq} (event ${id}) is in the tree of ${size} events, root ${root64}, signed by ${name}${witnessed}`);

@@ -4,8 +4,9 @@
 //   - db/: a consistent copy of the node's Pebble store, taken with Pebble's
 //     own checkpoint at a tip the log reports exactly (eventlog.Log.Backup),
 //     never a copy of live files;
-//   - the data directory's secret files (the node key, the control token, the
-//     registry credential, the payment accounts' keys), each with mode 0600;
+//   - the data directory's own files (the node key, the control token, the
+//     registry credential, the payment accounts' keys, the witness state),
+//     each with mode 0600;
 //   - manifest.json, written last: the node, the tip seq and id, the chain's
 //     root, the Merkle tree's size and root and the node's signed checkpoint
 //     of that tree. A directory without a manifest is not a backup.

@@ -35,13 +35,22 @@ func (d Dir) RegistryCredentialPath() string {
 	return filepath.Join(string(d), "registry.credential")
 }
 
-// Help describes the --data-dir flag.
-// Secrets are the files beside the store that belong to the node and that a
-// backup carries, relative to the data dir: the node key (without which its
-// chain cannot go on), the owner token, the registry credential and the
-// payment accounts' keys. The sockets are the running process's, not state.
-var Secrets = []string{"node.key", "control.token", "registry.credential", "wallets"}
+// WitnessPath is the state of the node as a witness: per log, the tree it
+// last cosigned. CosignaturesPath holds the cosignatures the node's witnesses
+// gave its checkpoints, and its witnessed checkpoint (docs/transparency.md).
+func (d Dir) WitnessPath() string      { return filepath.Join(string(d), "witness.json") }
+func (d Dir) CosignaturesPath() string { return filepath.Join(string(d), "cosignatures.json") }
 
+// BackupFiles are the files beside the store that belong to the node and that
+// a backup carries, relative to the data dir: the node key (without which its
+// chain cannot go on), the owner token, the registry credential, the payment
+// accounts' keys, and the witness state: what the node cosigned as a witness
+// (a witness restored without it could cosign a tree that conflicts with one
+// it cosigned before) and the cosignatures its own checkpoints gathered. The
+// sockets are the running process's, not state.
+var BackupFiles = []string{"node.key", "control.token", "registry.credential", "wallets", "witness.json", "cosignatures.json"}
+
+// Help describes the --data-dir flag.
 const Help = "node data directory (default $CIVNODE_DATA_DIR, else ~/.civnode)"
 
 // Resolve applies the defaults of --data-dir: $CIVNODE_DATA_DIR, else

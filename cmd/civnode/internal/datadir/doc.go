@@ -21,6 +21,11 @@
 //	               create; the directory is 0700
 //	registry.credential  optional, put there by the operator: the node's bearer
 //	               credential for the agent registry
+//	witness.json   once the node cosigned a checkpoint as a witness (serve
+//	               --witness-for): per log, the tree it last cosigned; replaced
+//	               atomically and synced before each cosignature is answered
+//	cosignatures.json  once a witness cosigned (serve --witness): the
+//	               cosignatures gathered and the witnessed checkpoint
 //
 // # Secrets
 //

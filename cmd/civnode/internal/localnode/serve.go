@@ -41,6 +41,8 @@ type Config struct {
 	// Version, Commit and GoVersion are the build's (civnode_build_info,
 	// node.started).
 	Version, Commit, GoVersion string
+	// Witnessing is who cosigns the node's checkpoints and whose it cosigns.
+	Witnessing Witnessing
 	// Settings are logged with the "serving" line: the limits as given.
 	Settings []any
 
@@ -120,10 +122,12 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 	recordCtx, stopRecording := context.WithCancel(context.WithoutCancel(ctx))
 	recorded := make(chan struct{})
 	checkpointsDone := make(chan struct{})
+	witnessingDone := make(chan struct{})
 	defer func() {
 		stopRecording()
 		<-recorded
 		<-checkpointsDone
+		<-witnessingDone
 		if cerr := closeStream(); cerr != nil && err == nil {
 			err = fmt.Errorf("close nats: %w", cerr)
 		}
@@ -140,6 +144,10 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 		defer close(checkpointsDone)
 		st.PublishCheckpoints(recordCtx, chain, stream.CheckpointInterval)
 	}()
+	wit, submitter, err := startWitnessing(recordCtx, cfg.Witnessing, dir, key, chain, st, logger, witnessingDone)
+	if err != nil {
+		return err
+	}
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -164,6 +172,7 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 	defer oracle.Close()
 	opts := cfg.HTTP
 	opts.OwnerToken, opts.Catalog, opts.Logger, opts.Stream, opts.Metrics = token, cfg.Catalog, logger, st, metrics
+	opts.Witness, opts.Witnesses = wit, submitter
 	opts.Snapshot = func(ctx context.Context) (civhttp.Snapshot, error) {
 		snap, err := backup.Take(ctx, chain, string(dir), time.Now())
 		return civhttp.Snapshot{Dir: snap.Dir, Backup: snap.Backup}, err

@@ -34,5 +34,5 @@ func OpenSource(ctx context.Context, dir datadir.Dir, addr string, logger *slog.
 		}
 		return nil
 	}
-	return transparency.LogSource(l, string(dir)), closeFn, nil
+	return transparency.WitnessedLogSource(l, string(dir), dir.CosignaturesPath()), closeFn, nil
 }

@@ -1,0 +1,35 @@
+// Package witness holds both sides of witnessed checkpoints (C2SP
+// tlog-witness and tlog-cosignature; docs/transparency.md): the node as a log,
+// which submits its checkpoints to witnesses and keeps their cosignatures
+// (Submitter), and the node as a witness, which cosigns the checkpoints of the
+// logs it is told to witness (Witness). Both speak the C2SP formats only, so
+// either side works with the ecosystem's own implementations (transparency-dev's
+// omniwitness, for one).
+//
+// # Cosignatures
+//
+// A cosignature/v1 is a signed-note signature line by an Ed25519 key of note
+// type 0x04 over "cosignature/v1\ntime <t>\n" and the checkpoint body, where
+// the signature bytes are the key hash, t as a big-endian uint64 and the
+// Ed25519 signature. CosignatureSigner and CosignatureVerifier implement
+// note.Signer and note.Verifier, so golang.org/x/mod/sumdb/note opens a note
+// that carries both the log's signature and its cosignatures.
+//
+// # The witness
+//
+// A Witness keeps, per log origin, the size and root it last cosigned in one
+// state file, replaced atomically and synced before any answer: a cosignature
+// given is never forgotten by a restart, kill -9 included, so the witness never
+// cosigns a smaller tree or one inconsistent with a tree it cosigned before.
+// Requests of one witness are serialized. Its key is derived from the node
+// key (DeriveKey) and never stored.
+//
+// # The submitter
+//
+// A Submitter runs one loop per witness, apart from the log's appends: at most
+// once per interval it sends the newest checkpoint with the consistency proof
+// from the size the witness holds (learning that size from a 409), backs off
+// on failure, and records each cosignature in a state file beside the tree
+// (not in the chain: an event would grow the tree it attests). The newest
+// checkpoint with a quorum of cosignatures is the witnessed checkpoint.
+package witness
