@@ -2,8 +2,8 @@ package transparency
 
 import (
 	"bytes"
-	"crypto/ed25519"
 	"context"
+	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
