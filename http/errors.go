@@ -60,6 +60,8 @@ const (
 	codeBusy               = "busy" // the response budget (responsebudget.go)
 	// A hash tile beyond the Merkle tree (transparency.go).
 	codeTileNotFound = "tile_not_found"
+	// A write to a mirror, which serves another node's chain (readonly.go).
+	codeReadOnlyMirror = "read_only_mirror"
 	// The registry proxy of a node run without a registry (servicenet.go).
 	codeRegistryNotConfigured = "registry_not_configured"
 	// The MCP transport's own refusals (mcp.go).
@@ -242,6 +244,8 @@ func errorStatus(err error) (status int, body errorBody, internal bool) {
 	case errors.As(err, &ce) && commandStatus[ce.Kind] != 0:
 		status := commandStatus[ce.Kind]
 		return status, errorBody{Error: ce.Message, Code: ce.Code, Field: ce.Field, Details: ce.Details}, ce.Kind == commands.KindFault
+	case errors.Is(err, eventlog.ErrReadOnly):
+		return errReadOnlyMirror.Status, errorBody{Error: errReadOnlyMirror.Message, Code: errReadOnlyMirror.Code}, false
 	case errors.Is(err, eventlog.ErrFailed), errors.Is(err, eventlog.ErrClosed):
 		// Fail-stop: the log refuses writes until an operator restarts the node, and
 		// health says so too.

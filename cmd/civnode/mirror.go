@@ -23,11 +23,13 @@ type mirrorConfig struct {
 	interval    time.Duration
 }
 
-func (c *mirrorConfig) flags(cmd *cobra.Command) {
+// flags adds the flags of c, the token's and interval's names prefixed
+// (serve has flags of its own).
+func (c *mirrorConfig) flags(cmd *cobra.Command, prefix string) {
 	f := cmd.Flags()
 	f.StringVar(&c.verifierKey, "verifier-key", "", "the origin's note verifier key, instead of trusting the one the source serves on the first run")
-	f.StringVar(&c.token, "token", "", "follow a node's API with this observer or owner token, instead of a published directory")
-	f.DurationVar(&c.interval, "interval", 10*time.Second, "how often to look for a new seal while following")
+	f.StringVar(&c.token, prefix+"token", "", "follow a node's API with this observer or owner token, instead of a published directory")
+	f.DurationVar(&c.interval, prefix+"interval", 10*time.Second, "how often to look for a new seal while following")
 }
 
 func (m *Main) newMirrorCommand(g *globals) *cobra.Command {
@@ -78,7 +80,7 @@ tests; without it mirror keeps following, every --interval. civnode serve
 	cmd.Flags().StringVar(&cfg.from, "from", "", "base URL of the published directory (or of the node's API, with --token)")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", datadir.Help)
 	cmd.Flags().BoolVar(&once, "once", false, "catch up to the source's current seal and exit")
-	cfg.flags(cmd)
+	cfg.flags(cmd, "")
 	return cmd
 }
 

@@ -53,6 +53,10 @@ type serveConfig struct {
 	registryURL string
 	// modelCache bounds the read models' write-through cache, in bytes.
 	modelCache int64
+	// mirrorOf, when set, serves a mirror of the node published there
+	// (mirror_serve.go), verified as mirror verifies it.
+	mirrorOf string
+	mirror   mirrorConfig
 }
 
 func (m *Main) newServeCommand(g *globals) *cobra.Command {
@@ -128,6 +132,8 @@ with Retry-After (health and the node proof are never held back). Every limit is
 	f.IntVar(&cfg.natsMaxSubs, "nats-max-subs", stream.DefaultMaxSubs, "subscriptions of one --nats-listen client; one more is refused (0: no cap)")
 	f.Int64Var(&cfg.modelCache, "model-cache", eventlog.DefaultModelCacheSize, "`BYTES` of read-model records kept in memory for the write path's decisions and folds (docs/limits.md); at least 1 MiB")
 	f.Int64Var(&cfg.natsMaxPending, "nats-max-pending", stream.DefaultMaxPending, "`BYTES` queued for one NATS client before it is cut off as a slow consumer; at least 8 MiB")
+	f.StringVar(&cfg.mirrorOf, "mirror-of", "", "follow the node published at `URL` and serve it read-only (see civnode mirror; docs/mirrors.md)")
+	cfg.mirror.flags(cmd, "mirror-")
 	return cmd
 }
 
@@ -192,6 +198,9 @@ func (cfg serveConfig) httpMaxConnsPerAddr() int {
 
 // serve runs the node until ctx is done.
 func (m *Main) serve(ctx context.Context, cfg serveConfig, logger *slog.Logger) (err error) {
+	if cfg.mirrorOf != "" {
+		return m.serveMirror(ctx, cfg, logger)
+	}
 	// First, so that a bad catalog file stops start-up before anything is created.
 	cat, err := loadCatalog(cfg.catalog)
 	if err != nil {
