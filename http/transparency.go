@@ -3,6 +3,7 @@ package http
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -207,7 +208,8 @@ func (s *Server) handleEventBundle(w http.ResponseWriter, r *http.Request, ps ht
 	size := s.log.TreeSize()
 	first := t.N * bundleSize
 	if first+int64(t.W) > size {
-		return tileNotFound("events/"+rest, size)
+		return &Error{Status: http.StatusNotFound, Code: codeTileNotFound,
+			Message: fmt.Sprintf("event bundle %s is beyond the tree, which has %d events", rest, size)}
 	}
 	buf := make([]byte, 0, t.W*512)
 	err = s.log.ScanRaw(r.Context(), uint64(first)+1, uint64(first)+uint64(t.W), func(_ uint64, raw []byte) error {
