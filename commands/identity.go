@@ -34,7 +34,8 @@ type ControllerReader interface {
 type IdentityOptions struct {
 	// Log is the chain the commands append to.
 	Log *eventlog.Log
-	// NodeKey is the node's Ed25519 key, the one Log signs with. Agent keys are
+	// NodeKey is the node's Ed25519 key, the one Log signs with; nil on a
+	// mirror's log (eventlog.Log.ReadOnly). Agent keys are
 	// derived from it (AgentKey) and it signs the node's controller binding proof.
 	NodeKey ed25519.PrivateKey
 	// Identities and Controllers are the decision model (usually one
@@ -75,6 +76,9 @@ func NewIdentity(opts IdentityOptions) (*Identity, error) {
 	switch {
 	case opts.Log == nil:
 		return nil, errors.New("identity commands: Log is nil")
+	case opts.NodeKey == nil && opts.Log.ReadOnly():
+		// A mirror's: the log refuses every write, and the commands that
+		// sign with the key answer eventlog.ErrReadOnly.
 	case len(opts.NodeKey) != ed25519.PrivateKeySize:
 		return nil, errors.New("identity commands: NodeKey is missing")
 	case !bytes.Equal(opts.NodeKey.Public().(ed25519.PublicKey), opts.Log.PublicKey()):

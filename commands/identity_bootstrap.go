@@ -64,6 +64,9 @@ func (c *Identity) Bootstrap(ctx context.Context, a Actor, in BootstrapInput) (B
 	if err != nil {
 		return BootstrapResult{}, err
 	}
+	if c.key == nil {
+		return BootstrapResult{}, eventlog.ErrReadOnly
+	}
 	did, err := AgentDID(c.key, salt)
 	if err != nil {
 		return BootstrapResult{}, err

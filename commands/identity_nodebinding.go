@@ -35,6 +35,9 @@ const NodeControllerKind = "node"
 func (c *Identity) NodeBinding() (NodeBinding, error) { return c.nodeBinding() }
 
 func (c *Identity) signNodeBinding() (NodeBinding, error) {
+	if c.key == nil {
+		return NodeBinding{}, fmt.Errorf("node binding: %w", eventlog.ErrReadOnly)
+	}
 	genesis, err := c.log.Event(1)
 	if err != nil {
 		return NodeBinding{}, fmt.Errorf("node binding: read genesis: %w", err)

@@ -58,7 +58,7 @@ type Oracle struct {
 
 // NewOracle checks opts and returns the command set.
 func NewOracle(opts OracleOptions) (*Oracle, error) {
-	if opts.Log == nil || len(opts.NodeKey) != ed25519.PrivateKeySize || opts.Feeds == nil || opts.Identities == nil || opts.Auditor == nil {
+	if opts.Log == nil || (len(opts.NodeKey) != ed25519.PrivateKeySize && !(opts.NodeKey == nil && opts.Log.ReadOnly())) || opts.Feeds == nil || opts.Identities == nil || opts.Auditor == nil {
 		return nil, errors.New("oracle commands: Log, NodeKey, Feeds, Identities and Auditor are required")
 	}
 	return &Oracle{log: opts.Log, nodeKey: opts.NodeKey, feeds: opts.Feeds, ids: opts.Identities, auditor: opts.Auditor}, nil

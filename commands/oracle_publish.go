@@ -68,6 +68,9 @@ func (o *Oracle) Publish(ctx context.Context, a Actor, auditActor string, in Pub
 	if !ok {
 		return FeedVersion{}, fmt.Errorf("publish %s: identity %s has no key salt", in.Feed, pub.AgentDID)
 	}
+	if o.nodeKey == nil {
+		return FeedVersion{}, eventlog.ErrReadOnly
+	}
 	key, err := AgentKey(o.nodeKey, salt)
 	if err != nil {
 		return FeedVersion{}, err

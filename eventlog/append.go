@@ -21,6 +21,9 @@ import (
 func (l *Log) Append(ctx context.Context, drafts ...Draft) ([]Event, error) {
 	// Canonicalise on the caller's goroutine: it runs in parallel with other
 	// callers and keeps the sequencer, the one serial step, short.
+	if l.ReadOnly() {
+		return nil, ErrReadOnly
+	}
 	payloads, err := canonicalDrafts(drafts)
 	if err != nil {
 		return nil, err
@@ -35,6 +38,9 @@ func (l *Log) Append(ctx context.Context, drafts ...Draft) ([]Event, error) {
 // quick and must not call the log. If it returns an error nothing is appended and
 // Decide returns that error.
 func (l *Log) Decide(ctx context.Context, decide func() ([]Draft, error)) ([]Event, error) {
+	if l.ReadOnly() {
+		return nil, ErrReadOnly
+	}
 	return l.submit(ctx, &request{decide: decide})
 }
 

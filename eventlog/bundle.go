@@ -34,6 +34,27 @@ type BundleSummary struct {
 	Checkpoint string
 }
 
+// exportSeal is the seal of an export sealed at at (zero: now): the node
+// signs its tip; a mirror exports the chain up to the origin's newest stored
+// seal, with that seal, whatever at says.
+func (l *Log) exportSeal(at time.Time) (Seal, error) {
+	if l.ReadOnly() {
+		return l.Seal()
+	}
+	if at.IsZero() {
+		at = l.now()
+	}
+	tip := l.Tip()
+	_, checkpoint, err := l.TreeCheckpointAt(int64(tip.Seq))
+	if err != nil {
+		return Seal{}, fmt.Errorf("checkpoint of the export: %w", err)
+	}
+	s := Seal{EventCount: tip.Seq, RootHash: l.RootHash(), TipHash: tip.ID,
+		GeneratedAt: at.UTC().Format(TimeLayout), Checkpoint: string(checkpoint)}
+	s.Signature = base64.StdEncoding.EncodeToString(ed25519.Sign(l.key, sealedBytes(s.RootHash, s.TipHash, s.GeneratedAt)))
+	return s, nil
+}
+
 // WriteBundle streams the whole chain up to the current tip as a signed export
 // bundle (docs/wire-formats.md). It holds one event in memory at a time and stops once ctx
 // is done; the seal covers the tip fixed when the call starts, so the framing
@@ -46,26 +67,23 @@ func (l *Log) WriteBundle(ctx context.Context, w io.Writer, h BundleHeader, prog
 		}
 		h.ExportID = id.String()
 	}
-	if h.GeneratedAt.IsZero() {
-		h.GeneratedAt = l.now()
+	seal, err := l.exportSeal(h.GeneratedAt)
+	if err != nil {
+		return BundleSummary{}, err
 	}
-	tip := l.Tip()
 	s := BundleSummary{
 		ExportID:    h.ExportID,
-		GeneratedAt: h.GeneratedAt.UTC().Format(TimeLayout),
-		RootHash:    l.RootHash(),
-		TipHash:     tip.ID,
-		EventCount:  tip.Seq,
+		GeneratedAt: seal.GeneratedAt,
+		RootHash:    seal.RootHash,
+		TipHash:     seal.TipHash,
+		EventCount:  seal.EventCount,
+		Signature:   seal.Signature,
+		// The checkpoint of the same event_count (docs/transparency.md): a
+		// verifier recomputes the tree's root from the events and holds it to
+		// this.
+		Checkpoint: seal.Checkpoint,
 	}
-	sig := ed25519.Sign(l.key, sealedBytes(s.RootHash, s.TipHash, s.GeneratedAt))
-	s.Signature = base64.StdEncoding.EncodeToString(sig)
-	// The checkpoint of the same event_count (docs/transparency.md): a verifier
-	// recomputes the tree's root from the events and holds it to this.
-	_, checkpoint, err := l.TreeCheckpointAt(int64(tip.Seq))
-	if err != nil {
-		return BundleSummary{}, fmt.Errorf("checkpoint of the export: %w", err)
-	}
-	s.Checkpoint = string(checkpoint)
+	tip := Tip{Seq: seal.EventCount, ID: seal.TipHash}
 	checkpointJSON, _ := json.Marshal(s.Checkpoint)
 
 	bw := bufio.NewWriterSize(w, 64<<10)
@@ -95,7 +113,7 @@ func (l *Log) WriteBundle(ctx context.Context, w io.Writer, h BundleHeader, prog
 		return BundleSummary{}, fmt.Errorf("write bundle: %w", err)
 	}
 	fmt.Fprintf(bw, `],"chain_root_hash":"%s","chain_tip_hash":"%s","event_count":%s,"checkpoint":%s,"bundle_signature":"%s"}`,
-		s.RootHash, s.TipHash, strconv.FormatUint(s.EventCount, 10), checkpointJSON, base64.StdEncoding.EncodeToString(sig))
+		s.RootHash, s.TipHash, strconv.FormatUint(s.EventCount, 10), checkpointJSON, s.Signature)
 	bw.WriteByte('\n')
 	if err := bw.Flush(); err != nil {
 		return BundleSummary{}, fmt.Errorf("write bundle: %w", err)

@@ -34,8 +34,10 @@
 //	                                 "models" (which model space is live),
 //	                                 "verified" (where the last full Verify
 //	                                 ended, {"seq","id","verified_at"} as JSON;
-//	                                 verifiedmark.go) and "tree" (the events the
-//	                                 Merkle tree covers, u64; tree.go)
+//	                                 verifiedmark.go), "tree" (the events the
+//	                                 Merkle tree covers, u64; tree.go) and, on
+//	                                 a mirror, "seal" (the origin's newest
+//	                                 seal, JSON; mirror.go)
 //	0x01 <seq u64>                   event, stored form above
 //	0x02 <id 32 bytes>               seq u64 (id → seq)
 //	0x03 <type> 0x00 <seq u64>       ordinal u64 of this event among events of its type
@@ -100,6 +102,15 @@
 // A bundle is the full chain framed as docs/wire-formats.md describes; bundle_signature is
 // Ed25519 over the JCS of {"chain_root_hash","chain_tip_hash","generated_at"}.
 // WriteBundle streams it and VerifyBundle checks one in constant memory.
+//
+// # A mirror's log
+//
+// Opened with Options.PublicKey and no Key, a log holds another node's chain
+// and never signs (mirror.go): Append, Decide and SignNodeProof answer
+// ErrReadOnly, Ingest adds the origin's events, each checked against its key,
+// and StoreSeal keeps the origin's Seal (bundle_signature and checkpoint of
+// one event_count) once the log holds that chain. Its checkpoint and its
+// exports are the origin's, byte for byte, so they verify as the origin's.
 //
 // # Node proof
 //

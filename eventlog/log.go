@@ -22,8 +22,13 @@ type Options struct {
 	Dir string
 	// InMemory keeps the database in memory (tests).
 	InMemory bool
-	// Key is the node's Ed25519 signing key. Required.
+	// Key is the node's Ed25519 signing key. Required unless PublicKey is set.
 	Key ed25519.PrivateKey
+	// PublicKey, with no Key, opens a mirror's log (mirror.go): the chain of
+	// the node with this key, which the log never signs. Append, Decide and
+	// SignNodeProof answer ErrReadOnly; Ingest adds the origin's events and
+	// StoreSeal its checkpoints. A new one starts empty, as with Ingest.
+	PublicKey ed25519.PublicKey
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Logger receives Pebble's and the log's messages; default slog.Default().
@@ -126,6 +131,8 @@ type Log struct {
 
 	treeCache treeCache      // the newest tree head and checkpoint (treecheckpoint.go)
 	signer    nodeNoteSigner // signs the checkpoints (treecheckpoint.go)
+	// storedSeal is a mirror's newest stored seal of the origin (mirror.go).
+	storedSeal atomic.Pointer[Seal]
 }
 
 // Open opens or creates the log. On a new database it writes the genesis event. On
@@ -133,7 +140,13 @@ type Log struct {
 // verifies the newest events: if they do not form a valid end of the chain, or
 // cannot be read, it refuses to open with ErrCorrupt naming the seq.
 func Open(opts Options) (*Log, error) {
-	if len(opts.Key) != ed25519.PrivateKeySize {
+	var pub ed25519.PublicKey
+	switch {
+	case len(opts.Key) == ed25519.PrivateKeySize:
+		pub = opts.Key.Public().(ed25519.PublicKey)
+	case opts.Key == nil && len(opts.PublicKey) == ed25519.PublicKeySize:
+		pub, opts.Ingest = opts.PublicKey, true
+	default:
 		return nil, errors.New("open event log: node key is missing")
 	}
 	if opts.Now == nil {
@@ -168,7 +181,6 @@ func Open(opts Options) (*Log, error) {
 	if opts.FS != nil {
 		popts.FS = opts.FS
 	}
-	pub := opts.Key.Public().(ed25519.PublicKey)
 	l := &Log{
 		key: opts.Key, pub: pub, did: DIDKey(pub),
 		now: opts.Now, log: opts.Logger, onCommit: opts.OnCommit, onGroup: opts.OnGroupCommit, models: opts.Models, maxGroup: opts.MaxGroup, modelCache: opts.ModelCacheSize,
@@ -177,7 +189,7 @@ func Open(opts Options) (*Log, error) {
 		stopped: make(chan struct{}),
 		damaged: map[string]bool{},
 	}
-	signer, err := newNoteSigner(l.did, opts.Key)
+	signer, err := newNoteSigner(l.did, pub, opts.Key)
 	if err != nil {
 		return nil, err
 	}
@@ -209,6 +221,12 @@ func Open(opts Options) (*Log, error) {
 	}
 	if l.typeCounts == nil {
 		l.typeCounts = map[string]uint64{} // an empty store, before its genesis
+	}
+	if l.ReadOnly() {
+		if err := l.loadSeal(); err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	if l.tip.Seq == 0 && !opts.Ingest {
 		if err := l.writeGenesis(); err != nil {

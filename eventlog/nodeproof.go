@@ -44,6 +44,9 @@ func (l *Log) SignNodeProof(addr string, nonce []byte) ([]byte, error) {
 	if err := checkNodeProofInput(addr, nonce); err != nil {
 		return nil, err
 	}
+	if l.ReadOnly() {
+		return nil, ErrReadOnly
+	}
 	return ed25519.Sign(l.key, NodeProofBytes(l.did, addr, nonce)), nil
 }
 

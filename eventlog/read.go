@@ -327,3 +327,9 @@ func seqAfter(it *pebble.Iterator, micros int64, tip uint64) (uint64, error) {
 	}
 	return min(u64(it.Value()), tip+1), nil
 }
+
+// ScanRaw calls fn with the stored bytes of each event with from ≤ seq ≤ to,
+// in seq order, until ctx is done; fn must not keep raw past its call.
+func (l *Log) ScanRaw(ctx context.Context, from, to uint64, fn func(seq uint64, raw []byte) error) error {
+	return l.scanRaw(ctx, from, to, fn)
+}

@@ -36,9 +36,9 @@ func (l *Log) VerifierKey() string { return l.signer.vkey }
 
 // newNoteSigner makes the signer of the checkpoints of the node with key,
 // once, at Open: the verifier key and its hash depend on the key alone.
-func newNoteSigner(did string, key ed25519.PrivateKey) (nodeNoteSigner, error) {
+func newNoteSigner(did string, pub ed25519.PublicKey, key ed25519.PrivateKey) (nodeNoteSigner, error) {
 	name := "civnode/" + did
-	vkey, err := note.NewEd25519VerifierKey(name, key.Public().(ed25519.PublicKey))
+	vkey, err := note.NewEd25519VerifierKey(name, pub)
 	if err != nil {
 		return nodeNoteSigner{}, fmt.Errorf("note verifier key for %q: %w", name, err)
 	}
@@ -49,8 +49,12 @@ func newNoteSigner(did string, key ed25519.PrivateKey) (nodeNoteSigner, error) {
 	return nodeNoteSigner{name: name, hash: v.KeyHash(), key: key, vkey: vkey}, nil
 }
 
-// TreeCheckpoint is the signed checkpoint of the tree at the durable tip.
+// TreeCheckpoint is the signed checkpoint of the tree at the durable tip; on
+// a mirror, the origin's checkpoint stored with its newest seal.
 func (l *Log) TreeCheckpoint() (TreeHead, []byte, error) {
+	if l.ReadOnly() {
+		return l.mirrorCheckpoint(-1)
+	}
 	head, err := l.TreeHead()
 	if err != nil {
 		return TreeHead{}, nil, err
@@ -67,8 +71,12 @@ func (l *Log) TreeCheckpoint() (TreeHead, []byte, error) {
 }
 
 // TreeCheckpointAt is the signed checkpoint of the tree of the first size events,
-// e.g. an export's event_count.
+// e.g. an export's event_count. A mirror has the origin's for the size of its
+// stored seal only.
 func (l *Log) TreeCheckpointAt(size int64) (TreeHead, []byte, error) {
+	if l.ReadOnly() {
+		return l.mirrorCheckpoint(size)
+	}
 	if c := l.treeCache.Load(); c != nil && c.head.Size == size && c.note != nil {
 		return c.head, c.note, nil
 	}

@@ -62,6 +62,8 @@ const (
 	codeTileNotFound = "tile_not_found"
 	// No checkpoint has a quorum of cosignatures yet (transparency.go).
 	codeNotWitnessed = "not_witnessed"
+	// A write to a mirror, which serves another node's chain (readonly.go).
+	codeReadOnlyMirror = "read_only_mirror"
 	// The registry proxy of a node run without a registry (servicenet.go).
 	codeRegistryNotConfigured = "registry_not_configured"
 	// The MCP transport's own refusals (mcp.go).
@@ -255,6 +257,8 @@ func errorStatus(err error) (status int, body errorBody, internal bool) {
 	case errors.As(err, &ce) && commandStatus[ce.Kind] != 0:
 		status := commandStatus[ce.Kind]
 		return status, errorBody{Error: ce.Message, Code: ce.Code, Field: ce.Field, Details: ce.Details}, ce.Kind == commands.KindFault
+	case errors.Is(err, eventlog.ErrReadOnly):
+		return errReadOnlyMirror.Status, errorBody{Error: errReadOnlyMirror.Message, Code: errReadOnlyMirror.Code}, false
 	case errors.Is(err, eventlog.ErrFailed), errors.Is(err, eventlog.ErrClosed):
 		// Fail-stop: the log refuses writes until an operator restarts the node, and
 		// health says so too.

@@ -240,6 +240,7 @@ func TestRateLimitedRoutes(t *testing.T) {
 		"GET /v1/core/servicenet/agents", "GET /v1/core/servicenet/agents/:agent_id",
 		"GET /v1/transparency", "GET /v1/transparency/checkpoint", "GET /v1/transparency/proof/inclusion",
 		"GET /v1/transparency/proof/consistency", "GET /v1/transparency/tile/*tile",
+		"GET /v1/transparency/seal", "GET /v1/transparency/events/*bundle",
 	}
 	var posts int
 	for _, route := range s.routeTable {

@@ -482,6 +482,9 @@ const (
 // handle registers h. The timeout is outermost so that authentication, including
 // its audit write, is bounded too.
 func (s *Server) handle(method, path string, h handler, flags routeFlags) {
+	if s.log.ReadOnly() && writesChain(method, path) {
+		h = refuseOnMirror // readonly.go
+	}
 	next := func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		err := checkQuery(r.URL.RawQuery)
 		if err == nil {

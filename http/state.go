@@ -2,11 +2,13 @@ package http
 
 import (
 	"encoding/base64"
+	"errors"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/civnode/civnode/commands"
+	"github.com/civnode/civnode/eventlog"
 )
 
 // stateResponse is GET /v1/state (docs/api.md). Parts that later work fills in
@@ -90,11 +92,16 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request, _ httproute
 	identity := stateIdentity{NodeDID: s.log.NodeDID(), PublicKey: pub,
 		PublicIdentity: statePublicIdentity{AgentDID: s.log.NodeDID(), PublicKey: pub, KeyType: "Ed25519"}}
 	if s.identity != nil {
+		// A mirror has no key to sign the node's binding with: its state
+		// shows none.
 		b, err := s.identity.NodeBinding()
-		if err != nil {
+		switch {
+		case errors.Is(err, eventlog.ErrReadOnly):
+		case err != nil:
 			return err
+		default:
+			identity.ControllerBinding = &b
 		}
-		identity.ControllerBinding = &b
 	}
 	balance, err := s.nodeBalance()
 	if err != nil {

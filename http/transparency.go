@@ -3,6 +3,7 @@ package http
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -33,6 +34,8 @@ func (s *Server) transparencyRoutes() {
 	s.handle(http.MethodGet, "/v1/transparency/proof/inclusion", s.handleInclusionProof, flags)
 	s.handle(http.MethodGet, "/v1/transparency/proof/consistency", s.handleConsistencyProof, flags)
 	s.handle(http.MethodGet, "/v1/transparency/tile/*tile", s.handleTile, flags)
+	s.handle(http.MethodGet, "/v1/transparency/seal", s.handleSeal, flags)
+	s.handle(http.MethodGet, "/v1/transparency/events/*bundle", s.handleEventBundle, flags)
 }
 
 type transparencyResponse struct {
@@ -237,6 +240,55 @@ func (s *Server) handleTile(w http.ResponseWriter, r *http.Request, ps httproute
 	h.Set("Cache-Control", tileCacheControl)
 	h.Set("Content-Length", strconv.Itoa(len(data)))
 	_, _ = w.Write(data)
+	return nil
+}
+
+// handleSeal answers GET /v1/transparency/seal with the node's seal of its
+// chain (the bundle_signature and checkpoint an export of it carries), which
+// transparency publish writes beside the checkpoint for mirrors; a mirror
+// answers with the origin's.
+func (s *Server) handleSeal(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	seal, err := s.log.Seal()
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	return writeJSON(w, seal)
+}
+
+// bundleSize is the number of events of a full event bundle: those of one
+// level-0 tile.
+const bundleSize = 1 << tileHeight
+
+// handleEventBundle answers GET /v1/transparency/events/<N>[.p/<W>] with the
+// event bundle of leaves 256·N … 256·N+W−1, the events as stored, one a line,
+// as transparency publish writes it for static hosts and mirrors.
+func (s *Server) handleEventBundle(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	rest := strings.TrimPrefix(ps.ByName("bundle"), "/")
+	t, err := tlog.ParseTilePath("tile/" + strconv.Itoa(tileHeight) + "/0/" + rest)
+	if err != nil || strings.Contains(rest, "data/") {
+		return invalidField("bundle", "%q is not an event bundle path such as x001/234 or 005.p/17", rest)
+	}
+	size := s.log.TreeSize()
+	first := t.N * bundleSize
+	if first+int64(t.W) > size {
+		return &Error{Status: http.StatusNotFound, Code: codeTileNotFound,
+			Message: fmt.Sprintf("event bundle %s is beyond the tree, which has %d events", rest, size)}
+	}
+	buf := make([]byte, 0, t.W*512)
+	err = s.log.ScanRaw(r.Context(), uint64(first)+1, uint64(first)+uint64(t.W), func(_ uint64, raw []byte) error {
+		buf = append(append(buf, raw...), '\n')
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/x-ndjson")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", tileCacheControl)
+	h.Set("Content-Length", strconv.Itoa(len(buf)))
+	_, _ = w.Write(buf)
 	return nil
 }
 

@@ -25,6 +25,16 @@ import (
 // as stored. The caller checks it against the tree's leaf, so a node cannot
 // pass off another event.
 func streamEvent(ctx context.Context, c *Client, seq uint64) ([]byte, error) {
+	evs, err := streamEvents(ctx, c, seq, 1)
+	if err != nil {
+		return nil, err
+	}
+	return evs[0], nil
+}
+
+// streamEvents reads the n events from seq on from a node's stream, as
+// streamEvent reads one.
+func streamEvents(ctx context.Context, c *Client, seq uint64, n int) ([][]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, observerTimeout)
 	defer cancel()
 	u := c.base + "/v1/stream?" + url.Values{"after_seq": {strconv.FormatUint(seq-1, 10)}}.Encode()
@@ -42,15 +52,20 @@ func streamEvent(ctx context.Context, c *Client, seq uint64) ([]byte, error) {
 	}
 	defer conn.CloseNow()
 	conn.SetReadLimit(answerLimit)
-	typ, msg, err := conn.Read(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read event %d from the stream of %s: %w", seq, c.via, err)
+	out := make([][]byte, 0, n)
+	for len(out) < n {
+		at := seq + uint64(len(out))
+		typ, msg, err := conn.Read(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read event %d from the stream of %s: %w", at, c.via, err)
+		}
+		if typ != websocket.MessageText {
+			return nil, fmt.Errorf("read event %d from the stream of %s: a binary message", at, c.via)
+		}
+		out = append(out, bytes.TrimSuffix(msg, []byte("\n")))
 	}
-	if typ != websocket.MessageText {
-		return nil, fmt.Errorf("read event %d from the stream of %s: a binary message", seq, c.via)
-	}
-	conn.Close(websocket.StatusNormalClosure, "got the event")
-	return bytes.TrimSuffix(msg, []byte("\n")), nil
+	conn.Close(websocket.StatusNormalClosure, "got the events")
+	return out, nil
 }
 
 // checkEvent checks an event as the chain's observer does (docs/verifying.md

@@ -3,12 +3,14 @@ package transparency
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"golang.org/x/mod/sumdb/tlog"
 
@@ -21,8 +23,14 @@ import (
 // observer's first visit (it is no trust anchor: whoever can replace the
 // checkpoint can replace it too); the dot files are Publish's own and need
 // not be served.
+//
+// seal and events/ are civnode's, for mirrors (docs/mirrors.md): seal is the
+// node's eventlog.Seal, as JSON, of the tree of the checkpoint (or of a newer
+// one, while a run is between the two), so that a mirror's export carries the
+// node's own signatures; events/ holds the event bundles (BundlePath).
 const (
 	CheckpointFile  = "checkpoint"
+	SealFile        = "seal"
 	VerifierKeyFile = "verifier-key"
 	LockFile        = ".publish.lock"
 	TmpDir          = ".tmp"
@@ -50,6 +58,19 @@ type Published struct {
 	// Witnessed: the published checkpoint is the node's witnessed one, with
 	// its witnesses' cosignatures. CheckpointWritten: this run wrote it.
 	Witnessed, CheckpointWritten bool
+	Bundles                      int // event bundles written
+}
+
+// BundleSize is the number of events in a full event bundle: one bundle for
+// each level-0 tile, the same leaves.
+const BundleSize = 1 << TileHeight
+
+// BundlePath is the path of the event bundle of leaves BundleSize·n … +w−1
+// (seqs one more) under a publish directory: events/<N>[.p/<W>] with N in the
+// index scheme of tiles, e.g. events/x001/234; w is BundleSize for a full one.
+// A bundle is those events as stored, one a line, each line ending in \n.
+func BundlePath(n int64, w int) string {
+	return "events/" + strings.TrimPrefix(tlog.Tile{H: TileHeight, L: 0, N: n, W: w}.Path(), "tile/8/0/")
 }
 
 // Publish writes the node's tree, read from src, to dir in the C2SP
@@ -97,10 +118,20 @@ func Publish(ctx context.Context, src Source, dir string, opts PublishOptions) (
 	if err != nil {
 		return Published{}, fmt.Errorf("the node's %w", err)
 	}
-	head, err := k.OpenCheckpoint(signed)
-	if err != nil {
+	if _, err := k.OpenCheckpoint(signed); err != nil {
 		return Published{}, fmt.Errorf("the node's own checkpoint: %w", err)
 	}
+	// The seal's checkpoint is the one published: the seal and the events
+	// bundled are then of one tree.
+	seal, err := src.Seal(ctx)
+	if err != nil {
+		return Published{}, fmt.Errorf("the node's seal from %s: %w", src.Via(), err)
+	}
+	head, err := eventlog.VerifySeal(seal, k.DID, k.pub)
+	if err != nil {
+		return Published{}, fmt.Errorf("the node's own seal: %w", err)
+	}
+	signed = []byte(seal.Checkpoint)
 	old, err := publishedHead(ctx, dir, k, src, head)
 	if err != nil {
 		return Published{}, err
@@ -149,12 +180,34 @@ func Publish(ctx context.Context, src Source, dir string, opts PublishOptions) (
 		step(i + 1)
 	}
 	done()
+	bundles := 0
+	for n := old.Size / BundleSize; n*BundleSize < head.Size; n++ {
+		w, err := publishBundle(ctx, src, n, int(min(BundleSize, head.Size-n*BundleSize)), dir, tmpDir, ds)
+		if err != nil {
+			return Published{}, err
+		}
+		if w {
+			bundles++
+		}
+	}
 	if err := publishSmallFile(filepath.Join(dir, VerifierKeyFile), tmpDir, []byte(vkey+"\n"), ds); err != nil {
 		return Published{}, err
 	}
 	// Every tile the checkpoint needs is durable before the checkpoint is.
 	if err := ds.sync(); err != nil {
 		return Published{}, fmt.Errorf("sync the tiles: %w", err)
+	}
+	sealPath := filepath.Join(dir, SealFile)
+	sealWritten := false
+	if _, err := os.Stat(sealPath); old.Size != head.Size || errors.Is(err, fs.ErrNotExist) {
+		sealWritten = true
+		b, err := json.Marshal(seal)
+		if err != nil {
+			return Published{}, err
+		}
+		if err := atomicfile.Replace(sealPath, tmpDir, append(b, '\n'), 0o644); err != nil {
+			return Published{}, err
+		}
 	}
 	// The same tree gets its checkpoint again when it has since been
 	// witnessed; a witnessed one is never replaced by a plain one.
@@ -171,11 +224,13 @@ func Publish(ctx context.Context, src Source, dir string, opts PublishOptions) (
 		if err := atomicfile.Replace(path, tmpDir, signed, 0o644); err != nil {
 			return Published{}, err
 		}
+	}
+	if rewrite || sealWritten {
 		if err := atomicfile.SyncDir(dir); err != nil {
 			return Published{}, err
 		}
 	}
-	return Published{Origin: k.Origin, Old: old, Head: head, Written: written, Kept: kept, Repaired: len(repaired), Witnessed: witnessed != nil, CheckpointWritten: rewrite}, nil
+	return Published{Origin: k.Origin, Old: old, Head: head, Written: written, Kept: kept, Repaired: len(repaired), Witnessed: witnessed != nil, CheckpointWritten: rewrite, Bundles: bundles}, nil
 }
 
 // witnessedAt is the node's witnessed checkpoint when it is of the tree of
@@ -344,6 +399,32 @@ func publishTile(ctx context.Context, src Source, t tlog.Tile, dir, tmpDir strin
 		return false, err
 	}
 	return true, atomicfile.Replace(path, tmpDir, data, 0o644)
+}
+
+// publishBundle writes the event bundle of w events from leaf n·BundleSize
+// under dir unless the same bytes are there already, and reports whether it
+// wrote.
+func publishBundle(ctx context.Context, src Source, n int64, w int, dir, tmpDir string, ds *dirSyncer) (bool, error) {
+	rel := BundlePath(n, w)
+	evs, err := src.Events(ctx, uint64(n*BundleSize)+1, w)
+	if err != nil {
+		return false, fmt.Errorf("read the events of %s from %s: %w", rel, src.Via(), err)
+	}
+	var buf bytes.Buffer
+	for _, ev := range evs {
+		buf.Write(ev)
+		buf.WriteByte('\n')
+	}
+	path := filepath.Join(dir, filepath.FromSlash(rel))
+	parent := filepath.Dir(path)
+	ds.changed(parent)
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, buf.Bytes()) {
+		return false, nil
+	}
+	if err := ds.mkdirAll(parent); err != nil {
+		return false, err
+	}
+	return true, atomicfile.Replace(path, tmpDir, buf.Bytes(), 0o644)
 }
 
 // publishSmallFile writes a file that may already hold data, only if it does not.

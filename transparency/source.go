@@ -36,6 +36,11 @@ type Source interface {
 	// the witnesses' cosignature lines), nil when it has none. The caller
 	// opens it with the node's key and compares it with Head.
 	Witnessed(ctx context.Context) ([]byte, error)
+	// Events are the n events from seq on, as stored and served.
+	Events(ctx context.Context, seq uint64, n int) ([][]byte, error)
+	// Seal is the node's seal of its chain (eventlog.Seal): the
+	// bundle_signature and the checkpoint of one tree, the one to publish.
+	Seal(ctx context.Context) (eventlog.Seal, error)
 	// Via names the source in messages.
 	Via() string
 }
@@ -109,6 +114,23 @@ func (s logSource) Event(_ context.Context, seq uint64) ([]byte, error) {
 	}
 	return ev.Raw(), nil
 }
+
+func (s logSource) Events(ctx context.Context, seq uint64, n int) ([][]byte, error) {
+	out := make([][]byte, 0, n)
+	err := s.l.Scan(seq, seq+uint64(n)-1, func(ev *eventlog.Event) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		out = append(out, ev.Raw())
+		return nil
+	})
+	if err == nil && len(out) != n {
+		err = fmt.Errorf("read events %d..%d from %s: %d of them", seq, seq+uint64(n)-1, s.dir, len(out))
+	}
+	return out, err
+}
+
+func (s logSource) Seal(context.Context) (eventlog.Seal, error) { return s.l.Seal() }
 
 // APISource reads the tree from a node's transparency endpoints.
 func APISource(c *Client) Source { return apiSource{c: c} }
@@ -202,6 +224,18 @@ func (s apiSource) Inclusion(ctx context.Context, seq uint64, size int64) (tlog.
 
 func (s apiSource) Event(ctx context.Context, seq uint64) ([]byte, error) {
 	return streamEvent(ctx, s.c, seq)
+}
+
+func (s apiSource) Events(ctx context.Context, seq uint64, n int) ([][]byte, error) {
+	return streamEvents(ctx, s.c, seq, n)
+}
+
+func (s apiSource) Seal(ctx context.Context) (eventlog.Seal, error) {
+	b, err := s.c.get(ctx, "/v1/transparency/seal")
+	if err != nil {
+		return eventlog.Seal{}, err
+	}
+	return eventlog.ParseSeal(b)
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

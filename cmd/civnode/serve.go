@@ -53,6 +53,10 @@ type serveConfig struct {
 	witnesses     []string
 	witnessQuorum int
 	witnessFor    []string
+	// mirrorOf, when set, serves a mirror of the node published there
+	// (mirror_serve.go), verified as mirror verifies it.
+	mirrorOf string
+	mirror   mirrorFlags
 }
 
 // serveCmd is civnode serve: its flags, and the node they configure.
@@ -139,6 +143,8 @@ with Retry-After (health and the node proof are never held back). Every limit is
 	f.StringArrayVar(&cfg.witnesses, "witness", nil, "submit each new checkpoint to the witness `VKEY@URL` (its cosignature/v1 verifier key and base URL; repeatable; docs/transparency.md)")
 	f.IntVar(&cfg.witnessQuorum, "witness-quorum", 1, "cosignatures of --witness witnesses that make a checkpoint witnessed")
 	f.StringArrayVar(&cfg.witnessFor, "witness-for", nil, "witness the log with the note verifier key `VKEY` at POST /v1/witness/add-checkpoint (repeatable)")
+	f.StringVar(&cfg.mirrorOf, "mirror-of", "", "follow the node published at `URL` and serve it read-only (see civnode mirror; docs/mirrors.md)")
+	cfg.mirror.add(cmd, "mirror-")
 	return cmd
 }
 
@@ -225,7 +231,7 @@ func (c *serveCmd) run(ctx context.Context) error {
 		return err
 	}
 	build := readBuildInfo()
-	return localnode.Serve(ctx, localnode.Config{
+	lc := localnode.Config{
 		Dir: dir, Addr: cfg.addr, Catalog: cat, RegistryURL: cfg.registryURL, ModelCache: cfg.modelCache,
 		HTTP: civhttp.Options{
 			Governs:         cfg.governs,
@@ -250,5 +256,13 @@ func (c *serveCmd) run(ctx context.Context) error {
 			return nil
 		},
 		Notify: c.m.notifyServiceManager,
-	})
+	}
+	if cfg.mirrorOf != "" {
+		src, err := cfg.mirror.source(cfg.mirrorOf)
+		if err != nil {
+			return err
+		}
+		return localnode.ServeMirror(ctx, lc, src)
+	}
+	return localnode.Serve(ctx, lc)
 }

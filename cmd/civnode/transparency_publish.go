@@ -36,10 +36,14 @@ that any static host or CDN can serve observers without touching the node:
   DIR/tile/<L>/<N>[.p/<W>]       hash tiles of height 8 (application/octet-stream),
                                  e.g. tile/0/x001/234; a full tile never changes
   DIR/verifier-key               the node's note verifier key, one line
+  DIR/events/<N>[.p/<W>]         event bundles: the stored events of the leaves of
+                                 tile/0/<N>, one a line (docs/mirrors.md)
+  DIR/seal                       the node's seal (bundle_signature and checkpoint),
+                                 which a mirror's exports carry
 
 It is incremental: it reads DIR/checkpoint, checks it with the node's key and
 proves the node's tree consistent with it, then writes only the tiles that are
-new since that tree, and the new checkpoint last. Every file is written to
+new since that tree, the new bundles, the seal and the new checkpoint last. Every file is written to
 DIR/.tmp, synced and renamed into place, and the tiles' directories are synced
 before the checkpoint is renamed: a reader never sees a checkpoint whose tiles
 are missing, and a run cut short is simply run again.

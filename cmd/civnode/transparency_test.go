@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/transparency"
 )
 
@@ -76,19 +77,34 @@ func requirePublished(t *testing.T, pub, url, token string, sizes ...int64) {
 	if got := string(files[transparency.VerifierKeyFile].data); got != sum.VerifierKey+"\n" {
 		t.Fatalf("DIR/verifier-key %q, want %q", got, sum.VerifierKey+"\n")
 	}
+	seal, err := eventlog.ParseSeal(files[transparency.SealFile].data)
+	if err != nil {
+		t.Fatalf("DIR/seal: %v", err)
+	}
+	if seal.Checkpoint != sum.Checkpoint || seal.EventCount != uint64(sizes[len(sizes)-1]) {
+		t.Fatalf("DIR/seal is of %d events with checkpoint %q, want the node's", seal.EventCount, seal.Checkpoint)
+	}
+	k, err := transparency.ParseKey(sum.VerifierKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eventlog.VerifySeal(seal, k.DID, k.PublicKey()); err != nil {
+		t.Fatalf("DIR/seal: %v", err)
+	}
 	var want []string
 	prev := int64(0)
 	for _, n := range sizes {
 		want = append(want, trTilePaths(tlog.NewTiles(transparency.TileHeight, prev, n))...)
+		want = append(want, trBundlePaths(prev, n)...)
 		prev = n
 	}
 	slices.Sort(want)
 	var got []string
 	for rel, f := range files {
 		switch {
-		case rel == transparency.CheckpointFile || rel == transparency.VerifierKeyFile:
+		case rel == transparency.CheckpointFile || rel == transparency.VerifierKeyFile || rel == transparency.SealFile:
 			continue
-		case !strings.HasPrefix(rel, "tile/"):
+		case !strings.HasPrefix(rel, "tile/") && !strings.HasPrefix(rel, "events/"):
 			t.Errorf("stray file %s in the publish directory", rel)
 			continue
 		}
@@ -102,7 +118,7 @@ func requirePublished(t *testing.T, pub, url, token string, sizes ...int64) {
 	}
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
-		t.Fatalf("tiles published:\n%v\nwant the tiles of tree sizes %v:\n%v", got, sizes, want)
+		t.Fatalf("tiles and bundles published:\n%v\nwant those of tree sizes %v:\n%v", got, sizes, want)
 	}
 
 	tree := trOpen(t, sum.VerifierKey, []byte(sum.Checkpoint))
@@ -129,6 +145,16 @@ func requirePublished(t *testing.T, pub, url, token string, sizes ...int64) {
 			t.Fatalf("leaf %d: the proof from the published tiles does not verify: %v", i, err)
 		}
 	}
+}
+
+// trBundlePaths are the paths of the event bundles a publish writes when
+// the published tree grows from prev to n events.
+func trBundlePaths(prev, n int64) []string {
+	var out []string
+	for k := prev / transparency.BundleSize; k*transparency.BundleSize < n; k++ {
+		out = append(out, transparency.BundlePath(k, int(min(transparency.BundleSize, n-k*transparency.BundleSize))))
+	}
+	return out
 }
 
 var treeDirLine = regexp.MustCompile(`^published civnode/did:key:z6Mk\S+ tree size ([0-9]+), root \S+, to (\S+): (.*)\n$`)
@@ -172,7 +198,7 @@ func TestTransparencyPublish(t *testing.T) {
 		t.Fatalf("DIR/checkpoint %q, the stopped node's is %q", after[transparency.CheckpointFile].data, signed)
 	}
 	for rel, f := range before {
-		if rel == transparency.CheckpointFile {
+		if rel == transparency.CheckpointFile || rel == transparency.SealFile {
 			continue
 		}
 		g, ok := after[rel]
@@ -187,8 +213,8 @@ func TestTransparencyPublish(t *testing.T) {
 		}
 	}
 	slices.Sort(fresh)
-	if want := slices.Sorted(slices.Values(trTilePaths(added))); !slices.Equal(fresh, want) {
-		t.Fatalf("the second publish added %v, want the new tiles %v", fresh, want)
+	if want := slices.Sorted(slices.Values(append(trTilePaths(added), trBundlePaths(600, 900)...))); !slices.Equal(fresh, want) {
+		t.Fatalf("the second publish added %v, want the new tiles and bundles %v", fresh, want)
 	}
 
 	p = startProcess(t, dir)

@@ -27,6 +27,15 @@
 //	cosignatures.json  once a witness cosigned (serve --witness): the
 //	               cosignatures gathered and the witnessed checkpoint
 //
+// A mirror's data dir (civnode mirror, serve --mirror-of) has no node.key: a
+// mirror never signs. It has instead
+//
+//	origin.vkey    the origin's note verifier key, pinned on the first run
+//	mirror.evidence-<UTC time>-<problem>.json  what a source served that
+//	               failed verification, one new file per problem (0600)
+//
+// besides db/, control.token and, while serve runs, the sockets.
+//
 // # Secrets
 //
 // Secrets are written with internal/atomicfile's Create: to a temporary file
