@@ -21,25 +21,9 @@ func newBackupCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "backup DIR",
 		Short: "Copy a node's data dir, consistent at one tip, into a new directory",
-		Long: `backup writes a consistent copy of a node's data dir to DIR, which must not
-exist or be empty: the event log's store as Pebble's own checkpoint at one tip
-(with the read models, indexes, Merkle tree and audit log of that tip), the
-node key, the control token, the registry credential and the payment
-accounts' keys (mode 0600), and manifest.json, written last, which names the
-tip seq and id, the chain's root, the tree's size and root, and the node's
-signed checkpoint of that tree.
-
-It works on a running node, through its admin endpoint (control.sock, else
---addr once the node has proved it holds the data dir's key): the node takes
-the checkpoint inside its data dir, holding its commits only for the time to
-link the files, and backup copies it out. On a stopped node backup opens the
-store itself.
-
-  civnode backup /backups/node-$(date +%F) --data-dir ~/.civnode
-
-Restore one with civnode restore (docs/operations.md).`,
-		Args: usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error { return c.run(cmd.Context(), args[0]) },
+		Long:  longHelp("backup"),
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE:  func(cmd *cobra.Command, args []string) error { return c.run(cmd.Context(), args[0]) },
 	}
 	c.flags(cmd.Flags())
 	return cmd

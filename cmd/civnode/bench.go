@@ -14,39 +14,8 @@ func newBenchCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Load a node over loopback HTTP and print its figures beside this machine's limits",
-		Long: `bench measures a node as the targets in docs/benchmarks.md state them, and
-prints each figure beside the machine's own limit measured in the same run.
-
-First, on an idle process, the reference limits: single-core Ed25519 sign and
-verify rates (300-byte message, median of 7 bursts), the median latency of one
-synced Pebble write, and a bare net/http server in this process that decodes,
-re-encodes and (optionally) signs the mission JSON, at 64 connections.
-
-Then the node: appends from 64 goroutines to a fresh log in process; a node
-started from --binary on a temporary data dir (serve --addr 127.0.0.1:0),
-filled with --events missions by 64 clients; sequential and 64-client
-POST /v1/core/missions; SIGTERM, civnode verify --data-dir, and a timed restart;
-16 readers of GET /v1/events?since=<random event>&limit=100 while the node's
-RSS is sampled; 100 WebSocket clients of GET /v1/stream while missions are
-created at 1,000 a second, timing each delivery from the event's timestamp
-to its arrival. With --hostile, 150 missions completed with ~1 MiB results are
-read in full pages by 8, then 32, then 128 clients, each level for
---hostile-duration, while 3 raw connections ask for a full page and never read
-it and GET /v1/health is polled; each level's peak RSS rise over the filled
-node is printed beside the block cache plus the response budget. With
---peer etcd, rounds of the node's 64-client creates alternate with etcd's Put
-over gRPC from 64 goroutines (etcd v3.7.3 embedded, fsync on, built with go
-from bench/peers/etcdput of the source tree bench runs in), and the medians are
-printed side by side.
-
---node URL loads a running node on loopback instead (owner token from --token
-or --token-file); the figures that need the process (restart, RSS, verify) are
-then skipped, and the missions created stay in its chain.
-
-Each timed phase runs for --duration. Progress goes to stderr, the table (or
-with --json one JSON object) to stdout. Every figure is reported; none is
-asserted.`,
-		Args: usageArgs(cobra.NoArgs),
+		Long:  longHelp("bench"),
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := m.logger(g)
 			if err != nil {

@@ -26,22 +26,9 @@ func newExportCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export",
 		Short: "Write a signed export bundle of the local chain to stdout",
-		Long: `export streams the whole chain of a stopped node to stdout as a signed export
-bundle (docs/wire-formats.md) and records export.sealed in the audit log. A running node
-serves the same bundle at GET /v1/events/export.
-
-  civnode export --data-dir DIR > bundle.json
-  civnode export --data-dir DIR | civnode verify -
-
-If an event cannot be read (a damaged disk), export exits 1 naming the file
-and the seqs, and leaves no bundle: a file on stdout is cut back to what it
-held before, and what already went down a pipe ends inside the events array,
-which no JSON parser accepts and verify rejects. Damage outside the events
-(indexes, audit log, read models, tree) does not reach the bundle: export
-writes it whole, and if the damage then keeps it from recording export.sealed,
-it exits 1 saying that the bundle is whole, and leaves it.`,
-		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) },
+		Long:  longHelp("export"),
+		Args:  usageArgs(cobra.NoArgs),
+		RunE:  func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) },
 	}
 	cmd.Flags().StringVar(&c.dataDir, "data-dir", "", datadir.Help)
 	return cmd

@@ -26,20 +26,8 @@ func newImportCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "import BUNDLE --key KEYFILE",
 		Short: "Make a data dir from an export bundle and the node key, every event verified",
-		Long: `import rebuilds a node's data dir from an export bundle (civnode export, or
-GET /v1/events/export; - reads stdin) and the node's key (KEYFILE, the
-node.key of the node that signed it). The data dir must not exist or be empty.
-
-Every event is verified on the way in, as verify does, and stored exactly as
-the node stored it; the indexes, the Merkle tree and every read model are
-rebuilt from the chain, so the new node answers as the original did at the
-bundle's tip. A bundle whose chain another key signed is refused, as is any
-bundle that does not verify; then import removes what it wrote and exits 1.
-
-The new data dir holds node.key (a copy of KEYFILE, mode 0600) and the store;
-civnode serve makes a new control token at its first start. With --published,
-import says how far behind the node's published checkpoint the bundle is.`,
-		Args: usageArgs(cobra.ExactArgs(1)),
+		Long:  longHelp("import"),
+		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if c.keyFile == "" {
 				return usageErrorf("--key is required: the node.key of the node that signed the bundle")

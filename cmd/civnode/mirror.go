@@ -44,29 +44,8 @@ func newMirrorCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mirror --from URL --data-dir DIR [--verifier-key VKEY] [--once]",
 		Short: "Follow another node's chain from a published directory, verifying every event and checkpoint",
-		Long: `mirror keeps a verified copy of another node's chain (the origin's) in a data dir
-of its own. --from is the base URL of a directory that transparency publish
-writes, served by any static host or CDN (URL/seal, URL/tile/..., URL/events/...),
-or, with --token, a node's API.
-
-Every event is checked: it must be the leaf the origin's signed tree holds at
-its place (the tiles, each checked against the signed root), its id the hash
-of its content, its signature the origin's, its prev_hash the event before it.
-Every seal is checked: its bundle_signature and checkpoint must be the
-origin's and its tree must extend the one the mirror holds. The origin's key
-is pinned on the first run (--verifier-key, or the source's verifier-key file)
-in DIR/origin.vkey. A mirror's data dir has no node.key: it never signs.
-
-A problem (a forked or rolled-back checkpoint, another key's, an event or a
-bundle that does not verify) stops it with exit status 1 naming the seq or the
-checkpoint; nothing that failed is stored, and what the source served is kept
-in DIR/mirror.evidence-<UTC time>-<problem>.json. It survives kill -9 at any
-point: the next run resumes where the store ends.
-
---once catches up to the source's current seal and exits 0, for cron and
-tests; without it mirror keeps following, every --interval. civnode serve
---mirror-of URL follows and serves the mirror read-only in one process.`,
-		Args: usageArgs(cobra.NoArgs),
+		Long:  longHelp("mirror"),
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if from == "" {
 				return usageErrorf("mirror needs --from URL")

@@ -37,34 +37,9 @@ func newOracleCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "oracle",
 		Short: "Publish signed data feeds, subscribe to them and pull them for credits",
-		Long: `oracle runs the node's oracle (docs/oracle.md). An identity of this node
-publishes a feed: named versions of a JSON payload, each signed with the
-identity's key and priced in credits. Another identity subscribes with the most
-it will pay for a version, and pulls: it gets the newest version, its signature
-verified, and pays its price to the publisher the first time it pulls that
-version. Credits are the balances mission rewards are paid into. Each action
-appends an event to the chain (oracle.feed.published, oracle.subscribed,
-oracle.settled) and an audit entry (oracle.*); a refused action records nothing.
-
-The oracle has no HTTP endpoint. While a node runs on --data-dir, oracle reaches
-it through the unix socket oracle.sock in the data dir (mode 0600), and the node
-runs the command; otherwise oracle opens the data dir itself. Both run the same
-commands and append the same events. --as names the identity to act as, by its
-public_id; the CLI acts as the node's owner, which may act for every identity
-of the node.
-
-Output is for people unless --json asks for one JSON object per command
-(docs/oracle.md lists the fields); with --json a failure prints
-{"error":{"kind","code","message","field"}} on stdout too. pull writes the
-payload, and only the payload, on stdout:
-
-  civnode oracle pull prices.eth-usd --as bob > eth-usd.json
-
-Exit codes: 0 done; 1 refused (the message says why: insufficient_balance,
-price_above_max, not_subscribed, feed_not_found, a bad signature …) or failed,
-with nothing recorded; 2 a usage error.`,
-		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Long:  longHelp("oracle"),
+		Args:  usageArgs(cobra.NoArgs),
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	f := cmd.PersistentFlags()
 	f.StringVar(&c.dataDir, "data-dir", "", datadir.Help)
@@ -137,18 +112,8 @@ func newOraclePublishCommand(c *feedCmd) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "publish FEED --as PUBLIC_ID --payload JSON --price N",
 		Short: "Publish the next version of a feed, signed by the publishing identity",
-		Long: `publish appends oracle.feed.published: the next version of FEED (1 for a new
-feed), its payload and price, signed with the key of the identity --as names.
-A feed belongs to the identity that first published it; only it publishes later
-versions. FEED is 1..64 of a-z, 0-9, '.', '_' and '-'. The payload is any JSON
-value of at most 64 KiB.
-
-The node signs with the identity's key, which it derives from node.key and the
-identity's key_salt, over "civnode-oracle-feed-v1\n" and the RFC 8785 form of
-{"feed","payload","price","publisher_did","version"}: anyone holding the chain
-verifies a version against the publisher's DID. Numbers in the payload must be
-exact in a double (integers to ±2^53); put others in strings.`,
-		Args: usageArgs(cobra.ExactArgs(1)),
+		Long:  longHelp("oracle-publish"),
+		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			payload, err := fl.check(c.m.Stdin, cmd)
 			if err != nil {
@@ -177,11 +142,8 @@ func newOracleSubscribeCommand(c *feedCmd) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "subscribe FEED --as PUBLIC_ID --max-price N",
 		Short: "Subscribe an identity to a feed, paying at most N credits a version",
-		Long: `subscribe appends oracle.subscribed: the identity --as names pulls FEED from now
-on, paying at most --max-price credits for one version. Subscribing again
-changes the max price; versions already paid for stay paid for. A publisher
-does not subscribe to its own feed.`,
-		Args: usageArgs(cobra.ExactArgs(1)),
+		Long:  longHelp("oracle-subscribe"),
+		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case as == "":
@@ -209,17 +171,8 @@ func newOraclePullCommand(c *feedCmd) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pull FEED --as PUBLIC_ID",
 		Short: "Pull a feed's newest version, paying its price the first time",
-		Long: `pull delivers the newest version of FEED to the identity --as names, which must
-be subscribed to it. The version is delivered only if its signature verifies
-against its publisher's DID and its price is within the subscription's max
-price. The first pull of a version pays its price to the publisher and appends
-oracle.settled; pulling it again is free and appends nothing. Without the
-credits, the pull is refused (insufficient_balance) and nothing is recorded.
-
-The payload goes to stdout, and only the payload; what was delivered and paid
-goes to stderr. --json prints the version, the charge and the balance as one
-object instead.`,
-		Args: usageArgs(cobra.ExactArgs(1)),
+		Long:  longHelp("oracle-pull"),
+		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if as == "" {
 				return usageErrorf("pull needs --as PUBLIC_ID, the subscribed identity")
@@ -248,9 +201,8 @@ func newOracleBalanceCommand(c *feedCmd) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "balance [--agent PUBLIC_ID]",
 		Short: "Show the credit balance of every identity, or of one",
-		Long: `balance prints the credit of every identity of the node, or of the one --agent
-names. It is the balance mission rewards are paid into and feed pulls move.`,
-		Args: usageArgs(cobra.NoArgs),
+		Long:  longHelp("oracle-balance"),
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("agent") && agent == "" {
 				return usageErrorf("--agent needs a PUBLIC_ID")

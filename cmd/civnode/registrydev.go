@@ -20,20 +20,8 @@ func newRegistryDevCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "registry-dev",
 		Short: "Serve a stand-in agent registry on this machine, for trying the registry proxy offline",
-		Long: `registry-dev serves a stand-in for the agent registry, so that a node can be
-tried against one with no network (docs/servicenet.md):
-
-  civnode registry-dev --addr 127.0.0.1:7790
-  civnode serve --registry-url http://127.0.0.1:7790
-
-It has four agents: summarizer (free, answers at once), deep-research (free,
-accepts a task), market-data (paid with x402 v2, 10000 atomic USDC on Base
-Sepolia; payments are verified, EIP-712 signature included, and settled on no
-chain) and calendar (needs an OAuth access token from its /oauth/authorize and
-/oauth/token, which approve every request). Every request must be signed by a
-node key, as a registry requires. It keeps everything in memory and logs one
-line per request on stderr; Ctrl-C or SIGTERM stops it.`,
-		Args: usageArgs(cobra.NoArgs),
+		Long:  longHelp("registry-dev"),
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := m.logger(g)
 			if err != nil {

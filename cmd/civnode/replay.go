@@ -26,20 +26,9 @@ func newReplayCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "replay",
 		Short: "Verify the local chain and rebuild every read model from it",
-		Long: `replay works on a stopped node. It walks the whole chain from genesis to tip
-verifying every event as verify --data-dir does, then rebuilds every read model
-(identities, bindings, profiles, missions, balances, treasuries, game installs,
-receipts, feeds and subscriptions)
-from the chain alone into a fresh key space, compares it with the models the
-node kept, and makes the rebuilt models live. It prints how many events of each
-type the chain holds, what the rebuilt models hold, and every difference from
-the models it replaced (none on a healthy node; the chain wins any). It records
-replay.completed in the audit log.
-
-A chain that does not verify, or a store with a damaged block, ends it with
-exit 1 and verify's invalid: line, and the kept models stay live.`,
-		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) },
+		Long:  longHelp("replay"),
+		Args:  usageArgs(cobra.NoArgs),
+		RunE:  func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) },
 	}
 	cmd.Flags().StringVar(&c.dataDir, "data-dir", "", datadir.Help)
 	return cmd

@@ -30,22 +30,9 @@ func newRestoreCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "restore BACKUP",
 		Short: "Make a data dir from a backup, verified before a node may start on it",
-		Long: `restore copies the backup in BACKUP (civnode backup) into the data dir, which
-must not exist or be empty, then verifies it before any node may start on it:
-every event from genesis to the tip, the Merkle tree, the tip against the
-backup's manifest, and the read models, which it rebuilds from the chain and
-compares with the copied ones (the chain wins a difference). If a check
-fails it removes what it copied and exits 1.
-
-A backup is older than the node it came from. Observers may have seen later
-checkpoints, and a node restored to an older tip that then appends would fork
-the history they saw. With --published (the directory or URL the node
-published its checkpoint to), restore says how far behind that checkpoint the
-restored chain is, and refuses a backup that contradicts it. Bring a restored
-node up to date from a newer export bundle with civnode import before it
-appends (docs/operations.md).`,
-		Args: usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error { return c.run(cmd.Context(), args[0]) },
+		Long:  longHelp("restore"),
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE:  func(cmd *cobra.Command, args []string) error { return c.run(cmd.Context(), args[0]) },
 	}
 	cmd.Flags().StringVar(&c.dataDir, "data-dir", "", datadir.Help)
 	cmd.Flags().StringVar(&c.published, "published", "", behindHelp)

@@ -73,9 +73,7 @@ func (m *Main) newRootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "civnode",
 		Short: "A local civnode node: control API over a signed, hash-chained event log",
-		Long: `civnode runs a node's control plane: an HTTP/JSON API over an event-sourced
-core whose system of record is a signed, hash-chained event log. The other
-subcommands verify, export and replay that chain.`,
+		Long:  longHelp("civnode"),
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return nil

@@ -72,45 +72,8 @@ func newServeCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the node: the control API over the event log",
-		Long: `serve runs the node until SIGINT or SIGTERM. On first start it creates the data
-dir (mode 0700), the node key node.key and the owner token control.token (both
-mode 0600). A key or token file readable by group or others is used with a
-warning. Once it serves it prints one line to stdout:
-
-  civnode listening on http://HOST:PORT
-
-with the port resolved when --addr asks for port 0. It also serves the API on
-the unix socket control.sock in the data dir (mode 0600; replaced if a killed
-node left one, removed on a clean stop), through which the CLI reaches the
-node, and civnode oracle on the unix socket oracle.sock beside it (mode 0600;
-not HTTP, see docs/oracle.md). Logs go to stderr. The node refuses to start
-when the newest events of its chain do not verify, and names the first bad seq.
-
-Every committed event is published on the node's embedded NATS server, on
-civnode.<node DID>.events.<type>, which feeds GET /v1/stream; every sealed
-export is announced on civnode.<node DID>.exports (docs/streaming.md). The
-server opens no port unless --nats-listen asks for one; a client of that port
-may subscribe to the node's subjects, civnode.<node DID>.>, and publish
-nothing; --nats-max-conns, --nats-max-subs and --nats-max-pending bound its
-clients, apart from --max-conns. --nats-leaf
-joins an existing NATS server or cluster as a leaf node (the URL's leafnodes
-port, e.g. nats://hub:7422; credentials in the URL are used, never logged or
-recorded), so observers anywhere subscribe there to civnode.<node DID>.events.>.
-The link is redialled while it is down; within a second of each time it goes up
-or down, the node appends peer.connected or peer.disconnected to its chain.
-
-Each token may make --rate-limit requests a second, --rate-burst at once, to
-the routes that write, call the registry, run MCP tools or read the event log;
-past that it is answered 429 with Retry-After. An address that keeps failing
-authentication is answered 429 too. At most --max-conns connections are served
-at once (the control socket has as many of its own); one more is answered 503
-at once and closed. One client address (an IPv4 address, an IPv6 /64) may hold
---max-conns-per-addr of them. A connection on which no request has carried a
-valid token is closed after 5 s idle, and gives way to a new connection when
-the node nears its cap. At most --response-budget bytes of responses are held in
-memory at once; a read over it waits up to a second, then is answered 503 busy
-with Retry-After (health and the node proof are never held back). Every limit is listed in docs/limits.md.`,
-		Args: usageArgs(cobra.NoArgs),
+		Long:  longHelp("serve"),
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := m.applyServeSources(cmd.Flags()); err != nil {
 				return err

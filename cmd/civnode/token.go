@@ -18,25 +18,9 @@ func newTokenCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "token",
 		Short: "Issue, rotate, revoke and list agent and observer tokens",
-		Long: `token manages the node's agent and observer tokens (docs/tokens.md). An agent
-token acts for one identity; an observer token may only read the event log,
-its export, the stream and health. The owner token in control.token is not
-managed here.
-
-While a node runs on --data-dir, token calls its admin endpoints with the owner
-token from control.token: through the socket control.sock in the data dir, or,
-when that cannot be reached, over TCP at --addr once the node there has proved
-that it holds the data dir's node.key (a process that cannot is never sent the
-token). Otherwise token works on the data dir directly. Either way the change
-takes effect at once and is audited (token.created, token.rotated,
-token.revoked).
-
-create and rotate print the new secret, and nothing else, on stdout; it is shown
-this once and never stored:
-
-  TOKEN=$(civnode token create --observer)`,
-		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Long:  longHelp("token"),
+		Args:  usageArgs(cobra.NoArgs),
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	c.flags(cmd.PersistentFlags())
 	cmd.AddCommand(newTokenCreateCommand(c), newTokenRotateCommand(c), newTokenRevokeCommand(c), newTokenListCommand(c))

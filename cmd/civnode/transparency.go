@@ -15,23 +15,9 @@ func newTransparencyCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "transparency",
 		Short: "Publish the chain's Merkle tree as static tiles, check a node's checkpoints, prove an event's inclusion",
-		Long: `The node keeps an RFC 9162 Merkle tree over its chain and signs checkpoints of
-it with its key (docs/transparency.md). These commands are the
-tree's operator's and observers' tools:
-
-  publish   write the tree's C2SP tlog-tiles (hash tiles and the signed
-            checkpoint) to a directory for a static host or CDN
-  check     fetch a node's checkpoint, verify it and prove it consistent with
-            the one stored from the last run: detects a fork, a rollback or a
-            change of key
-  prove     print the proof that one event is in the tree, as one JSON object
-            that can be checked offline
-
-publish and prove work with the node up (through its API, as token does) or
-down (on the data dir). check, and prove with --token, are observers' commands
-that need only a node's URL and an owner or observer token.`,
-		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Long:  longHelp("transparency"),
+		Args:  usageArgs(cobra.NoArgs),
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(
 		newTransparencyPublishCommand(m, g),

@@ -32,43 +32,8 @@ func newTransparencyCheckCommand(m *Main, _ *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check (--addr URL --token T | --tiles URL) --state FILE [--verifier-key VKEY]",
 		Short: "Verify a node's signed checkpoint and that its log only grew since the last check",
-		Long: `check is a monitor of a node's transparency log. Its first run fetches the node's
-verifier key and checkpoint (GET /v1/transparency), verifies the checkpoint's
-signature and stores both in --state. The key is trusted on first use, unless
---verifier-key pins the one to expect.
-
-Each later run fetches only the new checkpoint (GET /v1/transparency/checkpoint)
-and one consistency proof from the stored tree (GET
-/v1/transparency/proof/consistency), a few kilobytes whatever the log's size,
-verifies the checkpoint with the stored key and the proof, and stores the new
-checkpoint. It exits 1, naming the problem, when
-
-  the checkpoint is signed by another key    a different node, or a new key
-  the log rolled back                         a smaller tree than the stored one
-  the log forked                              the same size with another root, or a
-                                              larger tree that does not extend the
-                                              stored one
-  not witnessed                               with --witness: fewer than --quorum
-                                              valid cosignatures of those keys, each
-                                              no older than --max-age (default 24h)
-
-and then keeps the stored checkpoint and writes what it was served beside the
-state file, in a new file FILE.evidence-<UTC time>-<problem>.json that no
-later run replaces: two checkpoints of one key that disagree are proof of the
-fork for anyone.
-
-  civnode transparency check --addr https://node.example --state node.json
-
-With --tiles URL instead of --addr, check reads a log that a static host
-serves from what publish wrote: URL/checkpoint, URL/verifier-key on the first
-run, and the hash tiles it needs to compute the consistency proof itself,
-each checked against the new checkpoint's root. A static host takes no token.
-
-The token, an owner or observer token, comes from --token or $CIVNODE_TOKEN.
-It prints one line on success; -v adds the bytes transferred, --json prints
-one JSON object instead (also on failure). Exit status: 0 consistent, 1 a
-problem or any other failure, 2 a mistake on the command line.`,
-		Args: usageArgs(cobra.NoArgs),
+		Long:  longHelp("transparency-check"),
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.state == "" {
 				return usageErrorf("transparency check needs --state FILE, where it keeps the last verified checkpoint")

@@ -28,28 +28,8 @@ func newTransparencyProveCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "prove SEQ [--tree-size N | --witnessed] [--addr URL --token T | --data-dir DIR]",
 		Short: "Print the proof that the event with SEQ is in the node's tree, checkable offline",
-		Long: `prove prints one JSON object that holds the event with SEQ to a checkpoint
-signed by the node, for anyone to check offline with golang.org/x/mod/sumdb/tlog
-or docs/examples/check-inclusion.mjs (docs/transparency.md):
-
-  {"checkpoint": "<signed note>", "verifier_key": "civnode/did:key:…+…+…",
-   "seq": 7, "event_id": "<64 hex>", "leaf_index": 6, "leaf_hash": "<base64>",
-   "tree_size": 12, "root_hash": "<base64>", "proof": ["<base64>", …],
-   "event": {…the event as stored…}}
-
-The leaf is SHA-256(0x00 ‖ the 32 bytes of event_id); proof is its RFC 9162
-inclusion path in the tree of tree_size events, whose root the checkpoint
-signs. prove checks all of it, and the event's id and signature, before it
-prints.
-
-With --token (or $CIVNODE_TOKEN, unless --data-dir is given), an owner or
-observer token, prove asks the node at --addr, which signs checkpoints of its
-current tree only. Without one, prove reads the node of --data-dir: through its API when it runs, else from
-the data dir, where --tree-size may name any earlier tree. With --witnessed
-it proves in the tree of the node's witnessed checkpoint (serve --witness),
-which the proof carries with the witnesses' cosignatures, for a checker that
-requires them (check-inclusion.mjs --witness).`,
-		Args: usageArgs(cobra.ExactArgs(1)),
+		Long:  longHelp("transparency-prove"),
+		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			seq, err := strconv.ParseUint(args[0], 10, 64)
 			if err != nil || seq == 0 {

@@ -29,38 +29,8 @@ func newTransparencyPublishCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "publish --dir DIR [--data-dir DIR] [--addr HOST:PORT]",
 		Short: "Write the tree's hash tiles and signed checkpoint to a directory, for a static host",
-		Long: `publish writes the node's Merkle tree to --dir in the C2SP tlog-tiles layout, so
-that any static host or CDN can serve observers without touching the node:
-
-  DIR/checkpoint                 the signed checkpoint (text/plain)
-  DIR/tile/<L>/<N>[.p/<W>]       hash tiles of height 8 (application/octet-stream),
-                                 e.g. tile/0/x001/234; a full tile never changes
-  DIR/verifier-key               the node's note verifier key, one line
-  DIR/events/<N>[.p/<W>]         event bundles: the stored events of the leaves of
-                                 tile/0/<N>, one a line (docs/mirrors.md)
-  DIR/seal                       the node's seal (bundle_signature and checkpoint),
-                                 which a mirror's exports carry
-
-It is incremental: it reads DIR/checkpoint, checks it with the node's key and
-proves the node's tree consistent with it, then writes only the tiles that are
-new since that tree, the new bundles, the seal and the new checkpoint last. Every file is written to
-DIR/.tmp, synced and renamed into place, and the tiles' directories are synced
-before the checkpoint is renamed: a reader never sees a checkpoint whose tiles
-are missing, and a run cut short is simply run again.
-
-Each run also checks every tile already published against the tree (a full
-tile against its parent, a partial one against the node's) and writes again,
-naming it on stderr, any that was changed or lost.
-
-It refuses to publish over a checkpoint signed by another key, of a larger
-tree, or of a tree the node's does not extend (a fork); one directory is one
-node's log. Run it from cron, or after each batch of events:
-
-  civnode transparency publish --dir /srv/www/civnode-log
-
-The tree is read from the node running on --data-dir through its API (as
-token does), or from the data dir itself when no node runs.`,
-		Args: usageArgs(cobra.NoArgs),
+		Long:  longHelp("transparency-publish"),
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.dir == "" {
 				return usageErrorf("transparency publish needs --dir DIR")

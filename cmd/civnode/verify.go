@@ -28,44 +28,8 @@ func newVerifyCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify (FILE | - | --data-dir DIR)",
 		Short: "Verify an export bundle or the local chain",
-		Long: `verify checks a chain as an observer does, trusting nothing in it: every
-event's id, signature, seq, timestamp and prev_hash link from genesis to tip,
-and for a bundle the bundle_signature over its root hash, tip hash and
-generated_at (docs/wire-formats.md). Only the bundle's values count, never how it is
-written: a copy that was pretty-printed, had its keys reordered or its
-characters escaped (python3 -m json.tool, jq) verifies as the original does.
-
-  civnode verify bundle.json       a bundle in a file
-  civnode verify -                 a bundle on stdin
-  civnode verify --data-dir DIR    the local chain of a stopped node, then
-                                   every other key of its store (indexes,
-                                   audit log, records, read models)
-
-It prints one line to stdout and exits 0 when the chain is valid:
-
-  ok: 1234 events, node did:key:z6Mk…, root <hash>, tip <hash>
-
-or exits 1 with a line naming the first bad seq:
-
-  invalid: broken chain at seq 5: id does not match the event's content
-
-or, for a data dir whose store is damaged, the seqs that could not be read and
-the file that holds them (docs/verifying.md §5):
-
-  invalid: corrupt store at seq 498..501: cannot read DIR/db/000014.sst: …
-
-A data dir that verifies keeps a note of it in its store, the seq and id of
-its tip and the time: civnode doctor then checks the chain from there on
-rather than all of it (docs/doctor.md).
-
-Exit status: 0 valid, 1 invalid, corrupt or any other failure, 2 a mistake on
-the command line.
-
-A running node holds its data dir; verify its export instead:
-
-  curl -sH "Authorization: Bearer $(cat DIR/control.token)" \
-    http://127.0.0.1:7777/v1/events/export | civnode verify -`,
-		Args: usageArgs(cobra.MaximumNArgs(1)),
+		Long:  longHelp("verify"),
+		Args:  usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			logger, err := m.logger(c.g)
 			if err != nil {

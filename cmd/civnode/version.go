@@ -29,17 +29,8 @@ func newVersionCommand(m *Main) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version of civnode",
-		Long: `version prints the version, the commit it was built from, the Go version and
-the platform; with --json also the build time, as one JSON object:
-
-  {"version":"v1.2.0","commit":"…","go_version":"go1.26.0","build_time":"…","modified":false,"platform":"linux/amd64"}
-
-A release build sets them at link time (-ldflags "-X main.version=… -X
-main.commit=… -X main.buildTime=…", see docs/running.md); otherwise they come
-from what the Go toolchain recorded: the module version ("dev" for a build from
-a work tree) and git's revision and commit time ("unknown" and "" when built
-without version control information, e.g. -buildvcs=false).`,
-		Args: usageArgs(cobra.NoArgs),
+		Long:  longHelp("version"),
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b := readBuildInfo()
 			if asJSON {

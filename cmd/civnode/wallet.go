@@ -18,17 +18,9 @@ func newWalletCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "wallet",
 		Short: "Create and list the payment accounts the registry proxy pays x402 invoices from",
-		Long: `wallet manages the node's payment accounts (docs/servicenet.md). Each is a local
-EVM (secp256k1) key, kept in <data-dir>/wallets/REF.key with mode 0600, and
-named by REF: an invoke's settlement.request.payment_account_ref. Amounts and
-limits are in the asset's atomic units (USDC has 6 decimals: 1 USDC is 1000000).
-A limit left out is no limit.
-
-Like token, wallet works on a stopped node's data dir, or through the admin
-endpoints of the node running on it (control.sock, else --addr once the node has
-proved it holds the data dir's key). No command ever prints a key.`,
-		Args: usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Long:  longHelp("wallet"),
+		Args:  usageArgs(cobra.NoArgs),
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	c.flags(cmd.PersistentFlags())
 	cmd.AddCommand(newWalletCreateCommand(c), newWalletListCommand(c))

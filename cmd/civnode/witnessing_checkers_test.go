@@ -41,7 +41,7 @@ func TestCheckersRequireCosignatures(t *testing.T) {
 
 	root := t.TempDir()
 	w := startNode(t, root+"/witness") // its witness key, before it witnesses anything
-	wkey := witnessKeyOf(t, w)
+	wkey := verifierKeyOfWitness(t, w)
 	w.stop(t)
 
 	a := startNode(t, root+"/a")

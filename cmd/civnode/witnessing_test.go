@@ -61,9 +61,9 @@ func getText(t *testing.T, url, token string) []byte {
 	return b
 }
 
-// witnessKeyOf is the cosignature verifier key a node publishes at GET
+// verifierKeyOfWitness is the cosignature verifier key a node publishes at GET
 // /v1/witness.
-func witnessKeyOf(t *testing.T, n *node) string {
+func verifierKeyOfWitness(t *testing.T, n *node) string {
 	t.Helper()
 	var w struct {
 		VerifierKey string `json:"verifier_key"`
@@ -193,7 +193,7 @@ func TestSplitViewRefused(t *testing.T) {
 	dirB := copyDataDir(t, dirA)
 
 	w := startNodeArgs(t, filepath.Join(root, "witness"), "--witness-for", logKey)
-	witnessArg := witnessKeyOf(t, w) + "@" + w.url + "/v1/witness"
+	witnessArg := verifierKeyOfWitness(t, w) + "@" + w.url + "/v1/witness"
 
 	a = startNodeArgs(t, dirA, "--witness", witnessArg)
 	appendMission(t, a, "branch A")
@@ -232,7 +232,7 @@ func TestSplitViewRefused(t *testing.T) {
 
 	check := func(n *node, state string) cliResult {
 		return runCLI(t, nil, "transparency", "check", "--addr", n.url, "--token", n.token,
-			"--state", filepath.Join(root, state), "--witness", witnessKeyOf(t, w), "--quorum", "1")
+			"--state", filepath.Join(root, state), "--witness", verifierKeyOfWitness(t, w), "--quorum", "1")
 	}
 	if r := check(a, "obs-a.json"); r.code != 0 {
 		t.Fatalf("the observer refused branch A: %d\n%s%s", r.code, r.stdout, r.stderr)
