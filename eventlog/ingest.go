@@ -23,6 +23,23 @@ import (
 // with ErrBrokenChain. The first event of an empty log (Options.Ingest) must
 // be the genesis event of the log's key.
 func (l *Log) Ingest(ctx context.Context, evs []*Event) error {
+	c, err := l.CheckSigned(evs)
+	if err != nil {
+		return err
+	}
+	return l.IngestChecked(ctx, c)
+}
+
+// Checked is events whose ids and signatures CheckSigned found good, ready
+// for IngestChecked.
+type Checked struct{ ps []*pending }
+
+// CheckSigned is the first half of Ingest: it checks each event's id and
+// signature under the log's key, on every core, and rebuilds its stored form.
+// A caller that stores groups one after another (a mirror catching up) checks
+// the next group while the one before is committed; where the events belong
+// in the chain is IngestChecked's to check, in the order its calls arrive.
+func (l *Log) CheckSigned(evs []*Event) (Checked, error) {
 	ps := make([]*pending, len(evs))
 	errs := make([]error, len(evs))
 	var wg sync.WaitGroup
@@ -40,10 +57,16 @@ func (l *Log) Ingest(ctx context.Context, evs []*Event) error {
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			return chainErr(ErrBrokenChain, evs[i].Seq, "%v", err)
+			return Checked{}, chainErr(ErrBrokenChain, evs[i].Seq, "%v", err)
 		}
 	}
-	_, err := l.submit(ctx, &request{stored: ps})
+	return Checked{ps}, nil
+}
+
+// IngestChecked is the second half of Ingest: it places the checked events
+// at the tip, all or none, and returns once they are durable.
+func (l *Log) IngestChecked(ctx context.Context, c Checked) error {
+	_, err := l.submit(ctx, &request{stored: c.ps})
 	return err
 }
 

@@ -214,6 +214,56 @@ func (m *mirror) catchUp(ctx context.Context, hashes tlog.HashReader, tip, size 
 			}
 		}
 	})
+	// Three stages overlap: the fetcher above, checkGroups, which checks
+	// each group's leaves and signatures on every core, and the storer
+	// below, which commits the groups one after another. So the next group's
+	// signatures are checked while the one before is folded and synced.
+	toStore := make(chan checkedGroup, 1)
+	stored := make(chan *checkedGroup, 1) // the group that failed to store, or nil
+	wg.Go(func() {
+		var failed *checkedGroup
+		for c := range toStore {
+			if failed != nil {
+				continue // drain; the first failure is the answer
+			}
+			if c.err = m.l.IngestChecked(ctx, c.evs); c.err != nil {
+				failed = &c
+				cancel()
+				continue
+			}
+			m.rep.Events += c.last - c.first + 1
+			if m.opts.Progress != nil {
+				m.opts.Progress(c.last)
+			}
+		}
+		stored <- failed
+	})
+	err := m.checkGroups(ctx, fetched, hashes, tip, size, last, toStore)
+	close(toStore)
+	if f := <-stored; f != nil {
+		// After checkGroups has returned: the evidence is written by one
+		// goroutine at a time.
+		return m.storeError(f.group, f.first, f.last, f.err)
+	}
+	if err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// checkedGroup is a group of bundles whose events checked, on its way to
+// the storer: seqs first to last.
+type checkedGroup struct {
+	group       []*bundle
+	first, last uint64
+	evs         eventlog.Checked
+	err         error // the storer's, if it failed
+}
+
+// checkGroups reads the fetched bundles, checks their events against the
+// tree's leaves and their signatures, a group at a time, and hands each group
+// to the storer.
+func (m *mirror) checkGroups(ctx context.Context, fetched <-chan *bundle, hashes tlog.HashReader, tip, size, last int64, toStore chan<- checkedGroup) error {
 	var group []*bundle
 	var evs []*eventlog.Event
 	for b := range fetched {
@@ -225,29 +275,37 @@ func (m *mirror) catchUp(ctx context.Context, hashes tlog.HashReader, tip, size 
 			return err
 		}
 		group, evs = append(group, b), append(evs, got...)
-		if len(group) == mirrorGroup || b.n == last {
-			if err := m.l.Ingest(ctx, evs); err != nil {
-				var ce *eventlog.ChainError
-				if errors.As(err, &ce) && errors.Is(err, eventlog.ErrBrokenChain) {
-					for _, g := range group {
-						if int64(ce.Seq) > g.n*BundleSize && int64(ce.Seq) <= (g.n+1)*BundleSize {
-							return m.badEvent(g, ce.Seq, err)
-						}
-					}
-				}
-				return fmt.Errorf("store events %d..%d: %w", evs[0].Seq, evs[len(evs)-1].Seq, err)
-			}
-			m.rep.Events += uint64(len(evs))
-			if m.opts.Progress != nil {
-				m.opts.Progress(evs[len(evs)-1].Seq)
-			}
-			group, evs = group[:0], nil
+		if len(group) < mirrorGroup && b.n != last {
+			continue
 		}
-	}
-	if err := ctx.Err(); err != nil {
-		return err
+		if len(evs) > 0 {
+			c, err := m.l.CheckSigned(evs)
+			if err != nil {
+				return m.storeError(group, evs[0].Seq, evs[len(evs)-1].Seq, err)
+			}
+			select {
+			case toStore <- checkedGroup{group: group, first: evs[0].Seq, last: evs[len(evs)-1].Seq, evs: c}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		group, evs = nil, nil
 	}
 	return nil
+}
+
+// storeError is the problem of a group whose events did not check or store:
+// an event that broke the chain is a bad event of its bundle, with evidence.
+func (m *mirror) storeError(group []*bundle, first, last uint64, err error) error {
+	var ce *eventlog.ChainError
+	if errors.As(err, &ce) && errors.Is(err, eventlog.ErrBrokenChain) {
+		for _, g := range group {
+			if int64(ce.Seq) > g.n*BundleSize && int64(ce.Seq) <= (g.n+1)*BundleSize {
+				return m.badEvent(g, ce.Seq, err)
+			}
+		}
+	}
+	return fmt.Errorf("store events %d..%d: %w", first, last, err)
 }
 
 // verifyBundle reads bundle b of a tree of size events, checks that its
