@@ -40,6 +40,15 @@ type MirrorOptions struct {
 	// Progress, if set, is called with the mirror's tip after each group of
 	// events is stored.
 	Progress func(seq uint64)
+	// Witnesses, if any, are the cosignature/v1 verifier keys of witnesses
+	// Quorum of which (default 1) must have cosigned the source's tree, none
+	// longer ago than MaxAge (default DefaultMaxAge), before the mirror
+	// takes an event of it: the source's checkpoint (a published
+	// directory's checkpoint file, a node's witnessed checkpoint) must be
+	// of the seal's tree and carry the cosignatures.
+	Witnesses []string
+	Quorum    int
+	MaxAge    time.Duration
 }
 
 // Mirrored is what one Mirror did.
@@ -122,6 +131,12 @@ func (m *mirror) run(ctx context.Context) (Mirrored, error) {
 		return m.problem("bad_seal", fmt.Errorf("%w: %w", ErrBadSeal, err), nil)
 	}
 	m.rep.Head = head
+	if len(m.opts.Witnesses) > 0 {
+		if path, served, err := m.checkWitnessed(ctx, head); err != nil {
+			m.rep.Result = "not_witnessed"
+			return m.rep, m.writeEvidence(err, nil, path, 0, served)
+		}
+	}
 	old := m.rep.Old
 	tiles := &cachedTiles{ctx: ctx, c: m.c, prefix: m.prefix}
 	hashes := tlog.TileHashReader(tlog.Tree{N: head.Size, Hash: head.Root}, tiles)
@@ -459,3 +474,25 @@ func MirrorKey(ctx context.Context, c *Client, api bool, vkey string) (Key, erro
 
 // PublicKey is the key's Ed25519 public key.
 func (k Key) PublicKey() ed25519.PublicKey { return k.pub }
+
+// checkWitnessed requires the source's checkpoint to be the origin's, of the
+// seal's tree, and cosigned by a quorum of the required witnesses. It
+// returns where the checkpoint was read and what was served, for evidence.
+func (m *mirror) checkWitnessed(ctx context.Context, head eventlog.TreeHead) (string, []byte, error) {
+	path := m.prefix + "/" + CheckpointFile
+	if m.opts.API {
+		path = m.prefix + "/checkpoint?witnessed=1"
+	}
+	signed, err := m.c.get(ctx, path)
+	if err != nil {
+		return path, nil, fmt.Errorf("%w: the source serves no witnessed checkpoint of the tree of %d events (%v)", ErrNotWitnessed, head.Size, err)
+	}
+	wh, err := m.k.OpenCheckpoint(signed)
+	if err != nil {
+		return path, signed, fmt.Errorf("%w: the source's checkpoint: %w", ErrNotWitnessed, err)
+	}
+	if wh != head {
+		return path, signed, fmt.Errorf("%w: the source's checkpoint is of a tree of %d events, its seal of %d", ErrNotWitnessed, wh.Size, head.Size)
+	}
+	return path, signed, checkWitnessed(signed, CheckOptions{Witnesses: m.opts.Witnesses, Quorum: m.opts.Quorum, MaxAge: m.opts.MaxAge}, time.Now())
+}

@@ -25,12 +25,18 @@ func (c *mirrorFlags) add(cmd *cobra.Command, prefix string) {
 	f.StringVar(&c.VerifierKey, "verifier-key", "", "the origin's note verifier key, instead of trusting the one the source serves on the first run")
 	f.StringVar(&c.Token, prefix+"token", "", "follow a node's API with this observer or owner token, instead of a published directory")
 	f.DurationVar(&c.Interval, prefix+"interval", 10*time.Second, "how often to look for a new seal while following")
+	f.StringArrayVar(&c.Witnesses, prefix+"witness", nil, "take only a tree cosigned by the witness with the cosignature/v1 verifier key `VKEY` (repeatable; with --"+prefix+"quorum)")
+	f.IntVar(&c.Quorum, prefix+"quorum", 1, "how many of the --"+prefix+"witness witnesses must have cosigned the source's tree")
+	f.DurationVar(&c.MaxAge, prefix+"max-age", transparency.DefaultMaxAge, "the oldest cosignature that counts")
 }
 
 // source is the source of a mirror of from, checked as a URL.
 func (c mirrorFlags) source(from string) (localnode.MirrorSource, error) {
 	if _, err := transparency.NodeURL(from); err != nil {
 		return localnode.MirrorSource{}, usageError{err}
+	}
+	if c.Quorum < 1 || len(c.Witnesses) > 0 && c.Quorum > len(c.Witnesses) {
+		return localnode.MirrorSource{}, usageErrorf("the quorum must be from 1 to the number of witnesses (%d)", max(1, len(c.Witnesses)))
 	}
 	src := localnode.MirrorSource(c)
 	src.From = from

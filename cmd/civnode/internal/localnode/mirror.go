@@ -27,6 +27,11 @@ type MirrorSource struct {
 	VerifierKey string
 	// Interval is how often a follower looks for a new seal.
 	Interval time.Duration
+	// Witnesses, Quorum and MaxAge, when Witnesses are given, require the
+	// source's tree to be witnessed (transparency.MirrorOptions).
+	Witnesses []string
+	Quorum    int
+	MaxAge    time.Duration
 }
 
 // OpenMirrorSource makes the client of the source and pins the origin's key
@@ -66,7 +71,8 @@ func OpenMirrorSource(ctx context.Context, dir datadir.Dir, src MirrorSource) (*
 // ctx is done or a run fails, reporting each run that stored events (and,
 // with once, the run whatever it did).
 func FollowMirror(ctx context.Context, c *transparency.Client, l *eventlog.Log, dir datadir.Dir, src MirrorSource, once bool, report func(transparency.Mirrored)) error {
-	opts := transparency.MirrorOptions{URL: c.Base(), API: src.Token != "", Evidence: dir.EvidencePrefix()}
+	opts := transparency.MirrorOptions{URL: c.Base(), API: src.Token != "", Evidence: dir.EvidencePrefix(),
+		Witnesses: src.Witnesses, Quorum: src.Quorum, MaxAge: src.MaxAge}
 	for {
 		rep, err := transparency.Mirror(ctx, c, l, opts)
 		if err != nil {
