@@ -21,7 +21,7 @@ func newBackupCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "backup DIR",
 		Short: "Copy a node's data dir, consistent at one tip, into a new directory",
-		Long:  longHelp("backup"),
+		Long:  backupHelp,
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE:  func(cmd *cobra.Command, args []string) error { return c.run(cmd.Context(), args[0]) },
 	}

@@ -14,7 +14,7 @@ func newBenchCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Load a node over loopback HTTP and print its figures beside this machine's limits",
-		Long:  longHelp("bench"),
+		Long:  benchHelp,
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := m.logger(g)

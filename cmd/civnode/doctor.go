@@ -17,7 +17,7 @@ func newDoctorCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check a node's data dir, chain, port and registry, and say how to fix what is wrong",
-		Long:  longHelp("doctor"),
+		Long:  doctorHelp,
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := m.logger(g)

@@ -26,7 +26,7 @@ func newExportCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export",
 		Short: "Write a signed export bundle of the local chain to stdout",
-		Long:  longHelp("export"),
+		Long:  exportHelp,
 		Args:  usageArgs(cobra.NoArgs),
 		RunE:  func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) },
 	}

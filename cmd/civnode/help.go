@@ -1,20 +1,83 @@
 package main
 
-import "embed"
+import _ "embed" // the commands' long help
 
-// The long help of each command is prose, kept in help/<name>.txt beside the
-// code that runs it, where it reads and diffs as the text a user sees.
-//
-//go:embed help/*.txt
-var helpTexts embed.FS
+// The long help of each command is prose, kept in help/<command>.txt, where it
+// reads and diffs as the text a user sees; embedded at build time, so a
+// missing file fails the build.
+var (
+	//go:embed help/backup.txt
+	backupHelp string
 
-// longHelp is the long help in help/<name>.txt, named for the command's path
-// (transparency-check). A missing file is a mistake in the build, which every
-// CLI test meets at once: the root command builds every command's help.
-func longHelp(name string) string {
-	b, err := helpTexts.ReadFile("help/" + name + ".txt")
-	if err != nil {
-		panic("civnode: no help text " + name + ": " + err.Error())
-	}
-	return string(b)
-}
+	//go:embed help/bench.txt
+	benchHelp string
+
+	//go:embed help/civnode.txt
+	rootHelp string
+
+	//go:embed help/doctor.txt
+	doctorHelp string
+
+	//go:embed help/export.txt
+	exportHelp string
+
+	//go:embed help/import.txt
+	importHelp string
+
+	//go:embed help/man.txt
+	manHelp string
+
+	//go:embed help/mirror.txt
+	mirrorHelp string
+
+	//go:embed help/oracle.txt
+	oracleHelp string
+
+	//go:embed help/oracle-balance.txt
+	oracleBalanceHelp string
+
+	//go:embed help/oracle-publish.txt
+	oraclePublishHelp string
+
+	//go:embed help/oracle-pull.txt
+	oraclePullHelp string
+
+	//go:embed help/oracle-subscribe.txt
+	oracleSubscribeHelp string
+
+	//go:embed help/registry-dev.txt
+	registryDevHelp string
+
+	//go:embed help/replay.txt
+	replayHelp string
+
+	//go:embed help/restore.txt
+	restoreHelp string
+
+	//go:embed help/serve.txt
+	serveHelp string
+
+	//go:embed help/token.txt
+	tokenHelp string
+
+	//go:embed help/transparency.txt
+	transparencyHelp string
+
+	//go:embed help/transparency-check.txt
+	transparencyCheckHelp string
+
+	//go:embed help/transparency-prove.txt
+	transparencyProveHelp string
+
+	//go:embed help/transparency-publish.txt
+	transparencyPublishHelp string
+
+	//go:embed help/verify.txt
+	verifyHelp string
+
+	//go:embed help/version.txt
+	versionHelp string
+
+	//go:embed help/wallet.txt
+	walletHelp string
+)

@@ -26,7 +26,7 @@ func newImportCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "import BUNDLE --key KEYFILE",
 		Short: "Make a data dir from an export bundle and the node key, every event verified",
-		Long:  longHelp("import"),
+		Long:  importHelp,
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if c.keyFile == "" {

@@ -12,7 +12,7 @@ func newManCommand(m *Main) *cobra.Command {
 	return &cobra.Command{
 		Use:   "man DIR",
 		Short: "Write the man pages of every command into DIR",
-		Long:  longHelp("man"),
+		Long:  manHelp,
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]

@@ -50,7 +50,7 @@ func newMirrorCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mirror --from URL --data-dir DIR [--verifier-key VKEY] [--once]",
 		Short: "Follow another node's chain from a published directory, verifying every event and checkpoint",
-		Long:  longHelp("mirror"),
+		Long:  mirrorHelp,
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if from == "" {

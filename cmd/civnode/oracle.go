@@ -37,7 +37,7 @@ func newOracleCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "oracle",
 		Short: "Publish signed data feeds, subscribe to them and pull them for credits",
-		Long:  longHelp("oracle"),
+		Long:  oracleHelp,
 		Args:  usageArgs(cobra.NoArgs),
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -112,7 +112,7 @@ func newOraclePublishCommand(c *feedCmd) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "publish FEED --as PUBLIC_ID --payload JSON --price N",
 		Short: "Publish the next version of a feed, signed by the publishing identity",
-		Long:  longHelp("oracle-publish"),
+		Long:  oraclePublishHelp,
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			payload, err := fl.check(c.m.Stdin, cmd)
@@ -142,7 +142,7 @@ func newOracleSubscribeCommand(c *feedCmd) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "subscribe FEED --as PUBLIC_ID --max-price N",
 		Short: "Subscribe an identity to a feed, paying at most N credits a version",
-		Long:  longHelp("oracle-subscribe"),
+		Long:  oracleSubscribeHelp,
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch {
@@ -171,7 +171,7 @@ func newOraclePullCommand(c *feedCmd) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pull FEED --as PUBLIC_ID",
 		Short: "Pull a feed's newest version, paying its price the first time",
-		Long:  longHelp("oracle-pull"),
+		Long:  oraclePullHelp,
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if as == "" {
@@ -201,7 +201,7 @@ func newOracleBalanceCommand(c *feedCmd) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "balance [--agent PUBLIC_ID]",
 		Short: "Show the credit balance of every identity, or of one",
-		Long:  longHelp("oracle-balance"),
+		Long:  oracleBalanceHelp,
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("agent") && agent == "" {

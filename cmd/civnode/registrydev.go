@@ -20,7 +20,7 @@ func newRegistryDevCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "registry-dev",
 		Short: "Serve a stand-in agent registry on this machine, for trying the registry proxy offline",
-		Long:  longHelp("registry-dev"),
+		Long:  registryDevHelp,
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := m.logger(g)

@@ -26,7 +26,7 @@ func newReplayCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "replay",
 		Short: "Verify the local chain and rebuild every read model from it",
-		Long:  longHelp("replay"),
+		Long:  replayHelp,
 		Args:  usageArgs(cobra.NoArgs),
 		RunE:  func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context()) },
 	}

@@ -30,7 +30,7 @@ func newRestoreCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "restore BACKUP",
 		Short: "Make a data dir from a backup, verified before a node may start on it",
-		Long:  longHelp("restore"),
+		Long:  restoreHelp,
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE:  func(cmd *cobra.Command, args []string) error { return c.run(cmd.Context(), args[0]) },
 	}

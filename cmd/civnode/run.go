@@ -73,7 +73,7 @@ func (m *Main) newRootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "civnode",
 		Short: "A local civnode node: control API over a signed, hash-chained event log",
-		Long:  longHelp("civnode"),
+		Long:  rootHelp,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return nil

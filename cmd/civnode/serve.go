@@ -72,7 +72,7 @@ func newServeCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the node: the control API over the event log",
-		Long:  longHelp("serve"),
+		Long:  serveHelp,
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := m.applyServeSources(cmd.Flags()); err != nil {

@@ -18,7 +18,7 @@ func newTokenCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "token",
 		Short: "Issue, rotate, revoke and list agent and observer tokens",
-		Long:  longHelp("token"),
+		Long:  tokenHelp,
 		Args:  usageArgs(cobra.NoArgs),
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}

@@ -15,7 +15,7 @@ func newTransparencyCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "transparency",
 		Short: "Publish the chain's Merkle tree as static tiles, check a node's checkpoints, prove an event's inclusion",
-		Long:  longHelp("transparency"),
+		Long:  transparencyHelp,
 		Args:  usageArgs(cobra.NoArgs),
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}

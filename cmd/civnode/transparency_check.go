@@ -32,7 +32,7 @@ func newTransparencyCheckCommand(m *Main, _ *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check (--addr URL --token T | --tiles URL) --state FILE [--verifier-key VKEY]",
 		Short: "Verify a node's signed checkpoint and that its log only grew since the last check",
-		Long:  longHelp("transparency-check"),
+		Long:  transparencyCheckHelp,
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.state == "" {

@@ -28,7 +28,7 @@ func newTransparencyProveCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "prove SEQ [--tree-size N | --witnessed] [--addr URL --token T | --data-dir DIR]",
 		Short: "Print the proof that the event with SEQ is in the node's tree, checkable offline",
-		Long:  longHelp("transparency-prove"),
+		Long:  transparencyProveHelp,
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			seq, err := strconv.ParseUint(args[0], 10, 64)

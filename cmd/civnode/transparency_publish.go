@@ -29,7 +29,7 @@ func newTransparencyPublishCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "publish --dir DIR [--data-dir DIR] [--addr HOST:PORT]",
 		Short: "Write the tree's hash tiles and signed checkpoint to a directory, for a static host",
-		Long:  longHelp("transparency-publish"),
+		Long:  transparencyPublishHelp,
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.dir == "" {

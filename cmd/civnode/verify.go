@@ -28,7 +28,7 @@ func newVerifyCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify (FILE | - | --data-dir DIR)",
 		Short: "Verify an export bundle or the local chain",
-		Long:  longHelp("verify"),
+		Long:  verifyHelp,
 		Args:  usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			logger, err := m.logger(c.g)

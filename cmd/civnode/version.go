@@ -29,7 +29,7 @@ func newVersionCommand(m *Main) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version of civnode",
-		Long:  longHelp("version"),
+		Long:  versionHelp,
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b := readBuildInfo()

@@ -18,7 +18,7 @@ func newWalletCommand(m *Main, g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "wallet",
 		Short: "Create and list the payment accounts the registry proxy pays x402 invoices from",
-		Long:  longHelp("wallet"),
+		Long:  walletHelp,
 		Args:  usageArgs(cobra.NoArgs),
 		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
