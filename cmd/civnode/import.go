@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/civnode/civnode/cmd/civnode/internal/backup"
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/cmd/core"
@@ -51,11 +50,7 @@ func (c *importCmd) run(ctx context.Context, src string) (err error) {
 	if err != nil {
 		return fmt.Errorf("--key: %w", err)
 	}
-	dir, err := datadir.Resolve(c.dataDir, m.Getenv, m.HomeDir)
-	if err != nil {
-		return err
-	}
-	undo, err := backup.NewTarget(string(dir))
+	dir, undo, err := newTargetDataDir(m, c.dataDir)
 	if err != nil {
 		return err
 	}

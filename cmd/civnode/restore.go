@@ -45,11 +45,7 @@ func (c *restoreCmd) run(ctx context.Context, src string) (err error) {
 	if err != nil {
 		return err
 	}
-	dir, err := datadir.Resolve(c.dataDir, m.Getenv, m.HomeDir)
-	if err != nil {
-		return err
-	}
-	undo, err := backup.NewTarget(string(dir))
+	dir, undo, err := newTargetDataDir(m, c.dataDir)
 	if err != nil {
 		return err
 	}
@@ -105,4 +101,15 @@ func reportBehind(ctx context.Context, stdout, stderr io.Writer, chain *eventlog
 	}
 	fmt.Fprintf(stdout, "published checkpoint at size %d: covered by this chain\n", size)
 	return nil
+}
+
+// newTargetDataDir resolves --data-dir and makes it a new data dir, refusing one
+// that holds anything, for restore and import; undo removes what was put
+// there, for a run that failed.
+func newTargetDataDir(m *Main, flag string) (dir datadir.Dir, undo func() error, err error) {
+	if dir, err = datadir.Resolve(flag, m.Getenv, m.HomeDir); err != nil {
+		return "", nil, err
+	}
+	undo, err = backup.NewTarget(string(dir))
+	return dir, undo, err
 }

@@ -111,16 +111,8 @@ func Restore(src, dest string, progress Progress) (Manifest, error) {
 // emptyTarget creates dir with mode 0700 if it does not exist, and refuses
 // one that holds anything.
 func emptyTarget(dir string) error {
-	ents, err := os.ReadDir(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return os.MkdirAll(dir, 0o700)
-	case err != nil:
-		return err
-	case len(ents) > 0:
-		return fmt.Errorf("%s is not empty; give a new directory", dir)
-	}
-	return nil
+	_, err := newTarget(dir, "give a new directory")
+	return err
 }
 
 // copyStep is one directory to make or one file to copy.

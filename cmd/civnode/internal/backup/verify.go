@@ -50,6 +50,11 @@ func Verify(ctx context.Context, l *eventlog.Log, man Manifest, bars Bars) (even
 // for a restore or import that failed: the directory itself if NewTarget
 // made it.
 func NewTarget(dir string) (undo func() error, err error) {
+	return newTarget(dir, "restore and import make a new data dir")
+}
+
+// newTarget is NewTarget, refusing a directory that holds anything with hint.
+func newTarget(dir, hint string) (undo func() error, err error) {
 	ents, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -60,7 +65,7 @@ func NewTarget(dir string) (undo func() error, err error) {
 	case err != nil:
 		return nil, err
 	case len(ents) > 0:
-		return nil, fmt.Errorf("%s is not empty; restore and import make a new data dir", dir)
+		return nil, fmt.Errorf("%s is not empty; %s", dir, hint)
 	}
 	return func() error {
 		ents, err := os.ReadDir(dir)
