@@ -17,16 +17,7 @@ import (
 // exits 1 "not witnessed", keeps the evidence and stores nothing.
 func TestMirrorRequiresWitnesses(t *testing.T) {
 	root := t.TempDir()
-	w := startNode(t, root+"/witness")
-	wkey := verifierKeyOfWitness(t, w)
-	w.stop(t)
-	a := startNode(t, root+"/a")
-	postOK(t, a.url, a.token, "/v1/civilization/bootstrap-identity", `{"display_name":"Ada Lovelace","public_id":"ada"}`)
-	vkey := summaryOf(t, a.url, a.token).VerifierKey
-	a.stop(t)
-	w = startNodeArgs(t, root+"/witness", "--witness-for", vkey)
-	a = startNodeArgs(t, root+"/a", "--witness", wkey+"@"+w.url+"/v1/witness")
-	waitWitnessed(t, a.url, a.token)
+	a, wkey, vkey := startWitnessedPair(t, root)
 	a.stop(t)
 	pub, url := mrPublish(t, root+"/a")
 	if b, _ := os.ReadFile(filepath.Join(pub, "checkpoint")); !strings.Contains(string(b), "— civnode-witness/") {

@@ -40,17 +40,7 @@ func TestCheckersRequireCosignatures(t *testing.T) {
 	tlogcheck := trTlogcheck(t)
 
 	root := t.TempDir()
-	w := startNode(t, root+"/witness") // its witness key, before it witnesses anything
-	wkey := verifierKeyOfWitness(t, w)
-	w.stop(t)
-
-	a := startNode(t, root+"/a")
-	postOK(t, a.url, a.token, "/v1/civilization/bootstrap-identity", `{"display_name":"Ada Lovelace","public_id":"ada"}`)
-	vkey := summaryOf(t, a.url, a.token).VerifierKey
-	a.stop(t)
-	w = startNodeArgs(t, root+"/witness", "--witness-for", vkey)
-	a = startNodeArgs(t, root+"/a", "--witness", wkey+"@"+w.url+"/v1/witness")
-	waitWitnessed(t, a.url, a.token)
+	a, wkey, vkey := startWitnessedPair(t, root)
 
 	prove := func(args ...string) []byte {
 		t.Helper()

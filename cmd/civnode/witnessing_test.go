@@ -311,3 +311,22 @@ func TestWitnessSurvivesKill(t *testing.T) {
 		t.Fatalf("the consistent larger tree from %d: %d %q", n, status, answer)
 	}
 }
+
+// startWitnessedPair runs two nodes under root: a (with one identity) and
+// witness, which witnesses a; a submits its checkpoints to witness. It
+// returns a once its checkpoint is witnessed, with the witness's verifier
+// key and a's.
+func startWitnessedPair(t *testing.T, root string) (a *node, wkey, vkey string) {
+	t.Helper()
+	w := startNode(t, root+"/witness") // its witness key, before it witnesses anything
+	wkey = verifierKeyOfWitness(t, w)
+	w.stop(t)
+	a = startNode(t, root+"/a")
+	postOK(t, a.url, a.token, "/v1/civilization/bootstrap-identity", `{"display_name":"Ada Lovelace","public_id":"ada"}`)
+	vkey = summaryOf(t, a.url, a.token).VerifierKey
+	a.stop(t)
+	w = startNodeArgs(t, root+"/witness", "--witness-for", vkey)
+	a = startNodeArgs(t, root+"/a", "--witness", wkey+"@"+w.url+"/v1/witness")
+	waitWitnessed(t, a.url, a.token)
+	return a, wkey, vkey
+}
