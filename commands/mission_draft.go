@@ -61,10 +61,10 @@ func (d *missionDraft) draft() (eventlog.Draft, error) {
 	} else if taken {
 		return eventlog.Draft{}, fmt.Errorf("new mission id %s exists; check the id source", d.pl.MissionID)
 	}
-	if issuer == d.expected {
-		return eventlog.Draft{Type: events.TypeMissionCreated, Payload: d.encoded}, nil
-	}
 	pl := d.pl
 	pl.IssuerDID = issuer
-	return eventlog.Draft{Type: events.TypeMissionCreated, Payload: pl}, nil
+	if issuer == d.expected {
+		return eventlog.Draft{Type: events.TypeMissionCreated, Payload: d.encoded, Decoded: pl}, nil
+	}
+	return eventlog.Draft{Type: events.TypeMissionCreated, Payload: pl, Decoded: pl}, nil
 }

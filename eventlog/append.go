@@ -192,7 +192,7 @@ func (p *pending) sign(key ed25519.PrivateKey) {
 	p.ev.Payload = json.RawMessage(p.ev.raw[payloadAt : payloadAt+len(p.ev.Payload)])
 }
 
-func (p *pending) write(b *pebble.Batch) {
+func (p *pending) write(b batchWriter) {
 	seq := appendU64(nil, p.ev.Seq)
 	b.Set(eventKey(p.ev.Seq), p.ev.raw, nil)
 	b.Set(idKey(p.id), seq, nil)
@@ -291,7 +291,9 @@ func (l *Log) sequence(g *group, r *request, signer *signer) {
 	now := l.now().UnixMicro()
 	r.n = len(drafts)
 	for i, d := range drafts {
-		g.pending = append(g.pending, l.seq.chainCanonical(l.did, d.Type, payloads[i], now))
+		p := l.seq.chainCanonical(l.did, d.Type, payloads[i], now)
+		p.ev.decoded = d.Decoded
+		g.pending = append(g.pending, p)
 	}
 	mine := g.pending[len(g.pending)-r.n:]
 	if err := l.seq.treeErr; err != nil {
@@ -400,25 +402,27 @@ func (l *Log) runCommitter() {
 }
 
 func (l *Log) commit(g *group) error {
-	b := l.db.NewBatch()
+	sb := &l.sorted // the committer's own
 	for _, p := range g.pending {
-		p.write(b)
+		p.write(sb)
 	}
-	writeTree(b, g.pending)
+	writeTree(sb, g.pending)
 	last := g.pending[len(g.pending)-1]
 	sp := l.liveModels()
 	if sp != nil {
-		sp.apply(b, g.models)
-		b.Set(sp.key(modelAppliedKey), appendU64(nil, last.ev.Seq), nil)
+		sp.apply(sb, g.models)
+		sb.Set(sp.key(modelAppliedKey), appendU64(nil, last.ev.Seq), nil)
 	}
 	if last.tree != nil {
-		b.Set(metaTreeSizeKey, appendU64(nil, last.ev.Seq), nil)
+		sb.Set(metaTreeSizeKey, appendU64(nil, last.ev.Seq), nil)
 	}
 	first := g.pending[0].ev
 	if first.Seq == 1 {
 		// An ingested genesis event: Open wrote none (Options.Ingest).
-		b.Set(metaSchemaKey, []byte(schemaVersion), nil)
+		sb.Set(metaSchemaKey, []byte(schemaVersion), nil)
 	}
+	b := l.db.NewBatch()
+	sb.writeTo(b)
 	l.commitMu.Lock()
 	defer l.commitMu.Unlock()
 	start := time.Now()

@@ -27,6 +27,13 @@ func ValidType(s string) bool { return len(s) <= 128 && typePattern.MatchString(
 type Draft struct {
 	Type    string
 	Payload any // marshalled with encoding/json, then canonicalised (RFC 8785)
+	// Decoded, if set, is the Go value that decoding Payload's JSON gives,
+	// handed to the read models' fold as Event.Decoded so that the
+	// sequencer, the one serial step of an append, need not decode again
+	// what the command has just encoded. Replay decodes the stored JSON, so
+	// a Decoded that differs from it would make the live models differ from
+	// the rebuilt ones.
+	Decoded any
 }
 
 // Event is one signed link of the chain.
@@ -44,7 +51,15 @@ type Event struct {
 	// folded is what the read models made of the event as the sequencer
 	// folded it (ModelTxn.Answer); nil on an event read from the store.
 	folded any
+	// decoded is the appender's Draft.Decoded; nil on an event read from
+	// the store.
+	decoded any
 }
+
+// Decoded returns the payload as the Go value the command that appended the
+// event encoded it from (Draft.Decoded), or nil: always nil on an event read
+// from the store, so a fold decodes Payload when it is nil.
+func (e *Event) Decoded() any { return e.decoded }
 
 // Folded returns what the read models made of the event when the sequencer
 // folded it (ModelTxn.Answer): set on the events Append and Decide return, so

@@ -90,7 +90,9 @@ type Tip struct {
 
 // Log is an open event log. All methods are safe for concurrent use.
 type Log struct {
-	db       *pebble.DB
+	db *pebble.DB
+	// sorted is the committer's scratch for a group's writes (sortedbatch.go).
+	sorted   sortedBatch
 	key      ed25519.PrivateKey
 	pub      ed25519.PublicKey
 	did      string

@@ -34,7 +34,10 @@ type ModelReader interface {
 type modelEntry struct {
 	value   []byte
 	deleted bool
-	seq     uint64 // of the event that wrote it
+	// uncached marks a write the folds never read back (ModelTxn.SetIndex):
+	// it enters the model cache only to replace a value already there.
+	uncached bool
+	seq      uint64 // of the event that wrote it
 }
 
 // modelWrite is one write of a group, in the order the folds made it.
@@ -173,11 +176,14 @@ func (s *modelSpace) stage(tx *ModelTxn, out *[]modelWrite) {
 		s.overlay[w.key] = w.modelEntry
 	}
 	s.mu.Unlock()
+	if *out == nil {
+		*out = make([]modelWrite, 0, 16*len(tx.writes))
+	}
 	*out = append(*out, tx.writes...)
 }
 
 // apply adds writes to b.
-func (s *modelSpace) apply(b *pebble.Batch, writes []modelWrite) {
+func (s *modelSpace) apply(b batchWriter, writes []modelWrite) {
 	for _, w := range writes {
 		k := s.key([]byte(w.key))
 		if w.deleted {
@@ -199,7 +205,7 @@ func (s *modelSpace) settle(writes []modelWrite) {
 		if e, ok := s.overlay[w.key]; ok && e.seq <= w.seq {
 			delete(s.overlay, w.key)
 		}
-		if _, ok := s.cache[w.key]; ok || !w.deleted {
+		if _, ok := s.cache[w.key]; ok || !(w.deleted || w.uncached) {
 			s.cachePut(w.key, modelEntry{value: w.value, deleted: w.deleted})
 		}
 	}
@@ -237,6 +243,14 @@ func (t *ModelTxn) Set(key, value []byte) {
 	t.put(key, modelEntry{value: value, seq: t.seq})
 }
 
+// SetIndex writes value under key as Set does, for an entry that folds and
+// decisions do not read back, such as an index entry that only queries scan.
+// It stays out of the model cache, which it would fill with keys no fold
+// asks for, pushing out the records and counters they do.
+func (t *ModelTxn) SetIndex(key, value []byte) {
+	t.put(key, modelEntry{value: value, seq: t.seq, uncached: true})
+}
+
 // Delete removes key.
 func (t *ModelTxn) Delete(key []byte) {
 	t.put(key, modelEntry{deleted: true, seq: t.seq})
@@ -248,6 +262,10 @@ func (t *ModelTxn) put(key []byte, e modelEntry) {
 			t.err = fmt.Errorf("model key %q is reserved", key)
 		}
 		return
+	}
+	if t.writes == nil {
+		// A mission's creation writes about a dozen keys: one allocation.
+		t.writes = make([]modelWrite, 0, 16)
 	}
 	t.writes = append(t.writes, modelWrite{key: string(key), modelEntry: e})
 }

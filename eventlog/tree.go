@@ -111,7 +111,7 @@ func (l *Log) loadFrontier(size int64) (*treeFrontier, error) {
 
 // writeTree stores the hashes that evs, consecutive events, add to the tree,
 // in chunks of at most treeChunkRecords events.
-func writeTree(b *pebble.Batch, evs []*pending) {
+func writeTree(b batchWriter, evs []*pending) {
 	for len(evs) > 0 && evs[0].tree != nil {
 		chunk := evs[:min(len(evs), treeChunkRecords)]
 		evs = evs[len(chunk):]

@@ -59,6 +59,17 @@ func decodePayload(ev *eventlog.Event, v any) error {
 	return nil
 }
 
+// payloadOf returns ev's payload as a T: the value the appending command
+// encoded it from (eventlog.Draft.Decoded) when the event comes from the
+// sequencer, decoded from its JSON otherwise.
+func payloadOf[T any](ev *eventlog.Event) (T, error) {
+	if v, ok := ev.Decoded().(T); ok {
+		return v, nil
+	}
+	var v T
+	return v, decodePayload(ev, &v)
+}
+
 // skipped reads a skipped-event counter.
 func skipped(src Source, k []byte) (uint64, error) {
 	v, err := view(src)

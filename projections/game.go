@@ -108,7 +108,7 @@ func applyPack(w writer, ev *eventlog.Event) error {
 	if err != nil {
 		return err
 	}
-	w.Set(seqKey(append(key(gameOrder), 0), ev.Seq), []byte(pl.PackID))
+	w.SetIndex(seqKey(append(key(gameOrder), 0), ev.Seq), []byte(pl.PackID))
 	return store(w, key(gamePack, pl.PackID), in)
 }
 

@@ -99,7 +99,7 @@ func applyBootstrapped(w writer, ev *eventlog.Event) error {
 		Profile: profileState{ProfileUpdated: events.ProfileUpdated{AgentDID: pl.AgentDID}, UpdatedAt: ev.Timestamp},
 	}
 	w.Set(key(identitySlug, id.PublicID), []byte(id.DID))
-	w.Set(seqKey(append(key(identityOrder), 0), id.Seq), []byte(id.DID))
+	w.SetIndex(seqKey(append(key(identityOrder), 0), id.Seq), []byte(id.DID))
 	if err := count(w, metricIdentities, noValue, 1); err != nil {
 		return err
 	}

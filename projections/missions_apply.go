@@ -76,7 +76,7 @@ func indexKey(name, value string, seq uint64) []byte {
 
 // index adds m to index name under value; remove takes it out.
 func index(w writer, name, value string, m *missionState) error {
-	w.Set(indexKey(name, value, m.Seq), []byte(m.MissionID))
+	w.SetIndex(indexKey(name, value, m.Seq), []byte(m.MissionID))
 	if counted[name] {
 		return add(w, key(missionCount, name, value), 1)
 	}
@@ -120,8 +120,8 @@ type written struct {
 }
 
 func applyCreated(w writer, ev *eventlog.Event) error {
-	var pl events.MissionCreated
-	if err := decodePayload(ev, &pl); err != nil {
+	pl, err := payloadOf[events.MissionCreated](ev)
+	if err != nil {
 		return err
 	}
 	if pl.MissionID == "" {

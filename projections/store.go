@@ -31,6 +31,8 @@ type reader interface {
 type writer interface {
 	reader
 	Set(key, value []byte)
+	// SetIndex writes an entry the folds never read back: an index entry.
+	SetIndex(key, value []byte)
 	Delete(key []byte)
 	Answer(v any)
 }
