@@ -167,7 +167,9 @@ func (s *sequencerState) chain(l *Log, d Draft, micros int64) (*pending, error) 
 func (s *sequencerState) chainCanonical(did, typ string, payload []byte, micros int64) *pending {
 	micros = s.nextMicros(micros)
 	ts := formatMicros(micros)
-	u := signedBytes(make([]byte, 0, 200+len(payload)), did, payload, s.prev, s.next, ts, typ)
+	// Room for the stored form too: sign turns U into it in place.
+	size := 128 + len(did) + len(payload) + len(s.prev) + 20 + len(ts) + len(typ) + storedSuffixLen
+	u := signedBytes(make([]byte, 0, size), did, payload, s.prev, s.next, ts, typ)
 	p := &pending{u: u, id: hashID(u), micros: micros}
 	s.typeCounts[typ]++
 	p.ordinal = s.typeCounts[typ]
@@ -186,7 +188,10 @@ func (s *sequencerState) chainCanonical(did, typ string, payload []byte, micros 
 func (p *pending) sign(key ed25519.PrivateKey) {
 	sig := ed25519.Sign(key, p.u)
 	p.ev.Signature = base64.StdEncoding.EncodeToString(sig)
-	p.ev.raw = storedForm(p.u, p.id, sig)
+	// U is not needed once signed, and the stored form is U with its closing
+	// brace replaced by the id and signature: build it in U's array.
+	p.ev.raw = appendStoredSuffix(p.u[:len(p.u)-1], p.id, sig)
+	p.u = nil
 	// Point the payload into the stored form so the event holds one copy.
 	payloadAt := len(`{"node_did":"`) + len(p.ev.NodeDID) + len(`","payload":`)
 	p.ev.Payload = json.RawMessage(p.ev.raw[payloadAt : payloadAt+len(p.ev.Payload)])
@@ -318,12 +323,14 @@ func (l *Log) fold(g *group, evs []*pending) error {
 		return nil
 	}
 	for _, p := range evs {
-		tx, err := foldInto(l.models, sp, p.ev)
+		tx, err := foldInto(l.models, sp, p.ev, l.foldScratch)
 		if err != nil {
 			return err
 		}
 		p.ev.folded = tx.answer
 		sp.stage(tx, &g.models)
+		clear(tx.writes)
+		l.foldScratch = tx.writes[:0]
 	}
 	return nil
 }
@@ -437,6 +444,8 @@ func (l *Log) commit(g *group) error {
 	b.Close()
 	if sp != nil {
 		sp.settle(g.models)
+		releaseWrites(g.models)
+		g.models = nil
 	}
 	l.mu.Lock()
 	for _, p := range g.pending {

@@ -59,7 +59,12 @@ const (
 // storedForm appends id and signature to U, giving the stored and served event.
 func storedForm(u []byte, id [32]byte, sig []byte) []byte {
 	out := make([]byte, 0, len(u)+storedSuffixLen-1)
-	out = append(out, u[:len(u)-1]...)
+	return appendStoredSuffix(append(out, u[:len(u)-1]...), id, sig)
+}
+
+// appendStoredSuffix appends `,"id":"…","signature":"…"}` to U without its
+// closing brace.
+func appendStoredSuffix(out []byte, id [32]byte, sig []byte) []byte {
 	out = append(out, `,"id":"`...)
 	out = hex.AppendEncode(out, id[:])
 	out = append(out, `","signature":"`...)

@@ -92,17 +92,19 @@ type Tip struct {
 type Log struct {
 	db *pebble.DB
 	// sorted is the committer's scratch for a group's writes (sortedbatch.go).
-	sorted   sortedBatch
-	key      ed25519.PrivateKey
-	pub      ed25519.PublicKey
-	did      string
-	now      func() time.Time
-	log      *slog.Logger
-	onCommit func([]Event) error
-	onGroup  func(GroupCommit)
-	models   Folder
-	live     atomic.Pointer[modelSpace]
-	maxGroup int
+	sorted sortedBatch
+	// foldScratch is the sequencer's array for one fold's model writes.
+	foldScratch []modelWrite
+	key         ed25519.PrivateKey
+	pub         ed25519.PublicKey
+	did         string
+	now         func() time.Time
+	log         *slog.Logger
+	onCommit    func([]Event) error
+	onGroup     func(GroupCommit)
+	models      Folder
+	live        atomic.Pointer[modelSpace]
+	maxGroup    int
 	// modelCache is Options.ModelCacheSize.
 	modelCache int64
 

@@ -136,7 +136,7 @@ func (l *Log) swapModels(old byte, next *modelSpace) error {
 // version and the last seq it holds.
 func (l *Log) foldRange(ctx context.Context, sp *modelSpace, from, to uint64, progress RebuildProgress) error {
 	version := []byte(l.models.Version())
-	var writes []modelWrite
+	var writes, scratch []modelWrite
 	size, n := 0, 0
 	flush := func(last uint64, opts *pebble.WriteOptions) error {
 		b := l.db.NewBatch()
@@ -158,7 +158,7 @@ func (l *Log) foldRange(ctx context.Context, sp *modelSpace, from, to uint64, pr
 	}
 	if from <= to {
 		err := l.Scan(from, to, func(ev *Event) error {
-			tx, err := foldInto(l.models, sp, ev)
+			tx, err := foldInto(l.models, sp, ev, scratch)
 			if err != nil {
 				return err
 			}
@@ -166,6 +166,8 @@ func (l *Log) foldRange(ctx context.Context, sp *modelSpace, from, to uint64, pr
 				size += len(w.key) + len(w.value)
 			}
 			sp.stage(tx, &writes)
+			clear(tx.writes)
+			scratch = tx.writes[:0]
 			n++
 			if n >= rebuildBatchEvents || size >= rebuildBatchBytes {
 				if err := flush(ev.Seq, pebble.NoSync); err != nil {
