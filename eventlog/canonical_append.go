@@ -30,5 +30,13 @@ func AppendCanonicalString(dst []byte, s string) ([]byte, bool) {
 	if !utf8.ValidString(s) {
 		return dst, false
 	}
-	return appendJCSString(dst, s), true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' {
+			return appendJCSString(dst, s), true
+		}
+	}
+	// Nothing to escape, as in most strings: one copy.
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"'), true
 }

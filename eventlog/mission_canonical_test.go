@@ -89,6 +89,16 @@ func TestMissionCreatedCanonical(t *testing.T) {
 	if !ok || string(got) != want {
 		t.Fatalf("typical mission: ok %v\n got %s\nwant %s", ok, got, want)
 	}
+	// An empty but non-nil payload is no JSON: encoding/json refuses it, and so
+	// must Canonicalize still.
+	empty := typicalMission()
+	empty.Payload = json.RawMessage{}
+	if _, ok := empty.AppendCanonical(nil); ok {
+		t.Error("AppendCanonical wrote an empty payload")
+	}
+	if _, err := eventlog.Canonicalize(empty); err == nil {
+		t.Error("Canonicalize accepted an empty payload")
+	}
 	for name, edit := range map[string]func(*events.MissionCreated){
 		"typical":        func(*events.MissionCreated) {},
 		"all optionals":  func(m *events.MissionCreated) { z, f := "zone-7", "miners"; m.ZoneID, m.RequiredFaction = &z, &f },
