@@ -102,8 +102,14 @@ func sealedBytes(root, tip, generatedAt string) []byte {
 type Canonical struct{ b []byte }
 
 // Canonicalize encodes v with encoding/json and canonicalises the result; v must
-// encode as a JSON object.
+// encode as a JSON object. A v that is a CanonicalAppender writes its own form
+// instead, which is taken as it is; when it declines, v is encoded as any other.
 func Canonicalize(v any) (Canonical, error) {
+	if a, ok := v.(CanonicalAppender); ok {
+		if b, ok := a.AppendCanonical(nil); ok {
+			return Canonical{b}, nil
+		}
+	}
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return Canonical{}, fmt.Errorf("%w: %w", ErrInvalidDraft, err)

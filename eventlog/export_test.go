@@ -133,3 +133,7 @@ func ProbeReads(l *Log, n int) (get, scan time.Duration, err error) {
 	slices.Sort(scans)
 	return gets[n/2], scans[n/2], nil
 }
+
+// CanonicalBytes is what Canonicalize made, for the tests of eventlog_test
+// that hold a CanonicalAppender to the encoding/json path.
+func CanonicalBytes(c Canonical) []byte { return c.b }
