@@ -21,8 +21,13 @@ type batchWriter interface {
 // ended: keys that arrive in order (a group's event keys, its index entries
 // of one kind) are each found next to the one before instead of by a search
 // from the top of a skiplist of hundreds of thousands of keys, each step of
-// which is a cache miss. Two writes of one key keep their order (the sort
-// falls back to the order of the writes), so the later still wins.
+// which is a cache miss.
+//
+// Of several writes of one key in a group (a counter each create moves, the
+// highest mission id) only the last reaches the batch: a batch becomes
+// visible at once, so no reader could ever see the earlier ones, and each
+// would otherwise be one more entry to insert, write to the WAL, flush and
+// compact away.
 type sortedBatch struct {
 	ops []batchOp
 }
@@ -43,7 +48,8 @@ func (s *sortedBatch) Delete(key []byte, _ *pebble.WriteOptions) error {
 	return nil
 }
 
-// writeTo adds the writes to b in key order and empties s for the next group.
+// writeTo adds the writes to b in key order, the last write of each key only,
+// and empties s for the next group.
 func (s *sortedBatch) writeTo(b *pebble.Batch) {
 	slices.SortFunc(s.ops, func(x, y batchOp) int {
 		if c := bytes.Compare(x.key, y.key); c != 0 {
@@ -51,7 +57,10 @@ func (s *sortedBatch) writeTo(b *pebble.Batch) {
 		}
 		return cmp.Compare(x.order, y.order)
 	})
-	for _, op := range s.ops {
+	for i, op := range s.ops {
+		if i+1 < len(s.ops) && bytes.Equal(op.key, s.ops[i+1].key) {
+			continue // a later write of the key follows
+		}
 		if op.deleted {
 			b.Delete(op.key, nil)
 		} else {
