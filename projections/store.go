@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/civnode/civnode/eventlog"
 )
@@ -71,17 +72,34 @@ func under(prefix []byte) (lower, upper []byte) {
 }
 
 // encode is the stored form of a model value: JSON without HTML escaping, so
-// payloads keep the bytes of the event they came from.
+// payloads keep the bytes of the event they came from. A value with an
+// appender (jsonappend.go) skips encoding/json's reflection, which on the
+// log's sequencer is paid once per append.
 func encode(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	buf := scratch.Get().(*[]byte)
+	defer putScratch(buf)
+	out, err := encodeJSON((*buf)[:0], v)
+	if err != nil {
 		return nil, fmt.Errorf("encode read model value: %w", err)
 	}
+	*buf = out[:0]
 	// A copy of just the bytes: the buffer's spare capacity would otherwise
 	// stay alive in the model's value cache, doubling what each entry holds.
-	return bytes.Clone(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
+	return bytes.Clone(out), nil
+}
+
+// scratch holds the buffers encode and encodedSize write into before they
+// copy or count. One that grew past maxScratch (a large result or payload) is
+// left to the collector rather than kept for the next small value.
+var scratch = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxScratch = 64 << 10
+
+func putScratch(buf *[]byte) {
+	if cap(*buf) > maxScratch {
+		return
+	}
+	scratch.Put(buf)
 }
 
 // encodedSize is the size of v as the API writes it in a list, which is what
@@ -91,6 +109,14 @@ func encode(v any) ([]byte, error) {
 // stored: a text of control characters is six times its stored size once
 // escaped (\u0001).
 func encodedSize(v any) int {
+	if a, ok := v.(jsonAppender); ok {
+		buf := scratch.Get().(*[]byte)
+		defer putScratch(buf)
+		if out, ok := a.AppendJSON((*buf)[:0]); ok {
+			*buf = out[:0]
+			return len(out) + 1 // the newline Encode would write stands for the comma
+		}
+	}
 	var n countingWriter
 	enc := json.NewEncoder(&n)
 	enc.SetEscapeHTML(false)
