@@ -416,6 +416,7 @@ func (l *Log) commit(g *group) error {
 	writeTree(sb, g.pending)
 	last := g.pending[len(g.pending)-1]
 	sp := l.liveModels()
+	modelsAt := len(sb.ops) // the place of g.models[0] among the group's writes
 	if sp != nil {
 		sp.apply(sb, g.models)
 		sb.Set(sp.key(modelAppliedKey), appendU64(nil, last.ev.Seq), nil)
@@ -430,6 +431,11 @@ func (l *Log) commit(g *group) error {
 	}
 	b := l.db.NewBatch()
 	sb.writeTo(b)
+	for _, at := range sb.dropped {
+		if i := at - modelsAt; sp != nil && i >= 0 && i < len(g.models) {
+			g.models[i].superseded = true
+		}
+	}
 	l.commitMu.Lock()
 	defer l.commitMu.Unlock()
 	start := time.Now()
