@@ -43,7 +43,7 @@ func (in CreateMissionInput) check(roles, factions []string) (events.MissionCrea
 	if in.Publisher == "" {
 		return pl, Missing("publisher")
 	}
-	if !slugPattern.MatchString(in.Publisher) {
+	if !IsSlug(in.Publisher) {
 		return pl, Invalid("publisher", "publisher must be a public_id or a subnet id: 1 to 64 characters of a-z, 0-9 and -")
 	}
 	if in.PublisherKind == "" {
