@@ -197,6 +197,14 @@ func (l *connLimitListener) evictLocked(addr string) bool {
 	return false
 }
 
+// idleAnonymous is how many connections that never authenticated are idle,
+// the ones closed first to make room.
+func (l *connLimitListener) idleAnonymous() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.idle.Len()
+}
+
 // releaseLocked gives c's slot back, once.
 func (l *connLimitListener) releaseLocked(c *limitedConn) {
 	if c.released {
@@ -425,9 +433,10 @@ func (c *limitedConn) Read(p []byte) (int, error) {
 }
 
 func (c *limitedConn) Close() error {
-	err := c.Conn.Close()
+	// The slot first: a client that reads the close and dials again at once
+	// (after a 503 that closed the connection, say) must find it free.
 	c.l.mu.Lock()
 	c.l.releaseLocked(c)
 	c.l.mu.Unlock()
-	return err
+	return c.Conn.Close()
 }

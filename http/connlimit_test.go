@@ -276,6 +276,24 @@ func holdConn(t *testing.T, addr, from, path, token string) heldConn {
 	return h
 }
 
+// waitIdleAnonymous waits until s has noted n connections that never
+// authenticated as idle. net/http marks a connection idle after it has
+// written the response, so a client can read the answer before the node
+// knows the connection is idle and may be closed to make room.
+func waitIdleAnonymous(t *testing.T, s *Server, n int) {
+	t.Helper()
+	deadline := time.Now().Add(waitDeadline)
+	for {
+		if l := s.conns.Load(); l != nil && l.idleAnonymous() >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the node did not note %d idle anonymous connections within %v", n, waitDeadline)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // wantClosedByNode requires the node to close h without another word.
 func (h heldConn) wantClosedByNode(t *testing.T, what string) {
 	t.Helper()
@@ -311,6 +329,7 @@ func TestConnCapPerAddress(t *testing.T) {
 	holdConn(t, addr, "127.0.0.1", "/v1/state", testToken)
 	wantRefusedConn(t, dialFrom(t, addr, "127.0.0.1"))
 	other := holdConn(t, addr, "127.0.0.2", "/v1/health", "") // another address
+	waitIdleAnonymous(t, n.srv, 1)
 	holdConn(t, addr, "127.0.0.2", "/v1/state", testToken)
 	// 127.0.0.2 is at its cap with one idle connection that never
 	// authenticated: a new one takes its place.

@@ -209,6 +209,9 @@ type Server struct {
 	// maxConns caps the connections Serve serves at once; 0: no cap.
 	// maxConnsPerAddr caps those of one client address; 0: no cap.
 	maxConns, maxConnsPerAddr int
+	// conns is the connection cap of the running Serve, for the tests that
+	// must know when the node has noted a connection idle.
+	conns atomic.Pointer[connLimitListener]
 
 	// Server limits, fields so tests can shorten them.
 	headerTimeout   time.Duration // readHeaderTimeout
@@ -591,6 +594,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	cl := limitConns(ln, s.maxConns)
 	cl.perAddr, cl.anonIdle = s.maxConnsPerAddr, min(s.anonIdleTimeout, s.idleTimeout)
+	s.conns.Store(cl)
 	hs.ConnState, hs.ConnContext = cl.connState, cl.connContext
 	ln = cl
 	errc := make(chan error, 1)
