@@ -155,7 +155,7 @@ func FuzzMissionCreatedCanonical(f *testing.F) {
 		if len(payload) > 0 {
 			canonical, err := eventlog.CanonicalObject(payload)
 			if err != nil {
-				t.Skip("not a payload the log accepts")
+				return // not a payload the log accepts: nothing to compare
 			}
 			pl.Payload = canonical
 		}
