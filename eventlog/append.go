@@ -328,9 +328,7 @@ func (l *Log) fold(g *group, evs []*pending) error {
 			return err
 		}
 		p.ev.folded = tx.answer
-		sp.stage(tx, &g.models)
-		clear(tx.writes)
-		l.foldScratch = tx.writes[:0]
+		l.foldScratch = sp.stage(tx, &g.models)
 	}
 	return nil
 }

@@ -170,10 +170,11 @@ func dbGet(g getter, key []byte) ([]byte, bool, error) {
 	return out, true, nil
 }
 
-// stage moves the writes of one folded event into the overlay and into out.
-func (s *modelSpace) stage(tx *ModelTxn, out *[]modelWrite) {
+// stage moves the writes of one folded event into the overlay and into out,
+// and returns tx's array emptied, for the next fold (foldInto's scratch).
+func (s *modelSpace) stage(tx *ModelTxn, out *[]modelWrite) []modelWrite {
 	if len(tx.writes) == 0 {
-		return
+		return tx.writes
 	}
 	s.mu.Lock()
 	for _, w := range tx.writes {
@@ -184,6 +185,8 @@ func (s *modelSpace) stage(tx *ModelTxn, out *[]modelWrite) {
 		*out = groupWrites.Get().([]modelWrite)
 	}
 	*out = append(*out, tx.writes...)
+	clear(tx.writes)
+	return tx.writes[:0]
 }
 
 // groupWrites recycles the arrays that hold a group's model writes from the

@@ -165,9 +165,7 @@ func (l *Log) foldRange(ctx context.Context, sp *modelSpace, from, to uint64, pr
 			for _, w := range tx.writes {
 				size += len(w.key) + len(w.value)
 			}
-			sp.stage(tx, &writes)
-			clear(tx.writes)
-			scratch = tx.writes[:0]
+			scratch = sp.stage(tx, &writes)
 			n++
 			if n >= rebuildBatchEvents || size >= rebuildBatchBytes {
 				if err := flush(ev.Seq, pebble.NoSync); err != nil {
