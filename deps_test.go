@@ -63,6 +63,9 @@ var thirdParty = map[string][]string{
 	"golang.org/x/time/rate":    {"http"},
 	"github.com/google/uuid":    {"commands", "eventlog"},
 	"github.com/mr-tron/base58": {"eventlog"},
+	// The log's signers: the standard library's own Ed25519 group code,
+	// published as a module, for signatures made in batches (batchsign.go).
+	"filippo.io/edwards25519": {"eventlog"},
 	// Request bodies are decoded, as I-JSON, at the HTTP edge only.
 	"github.com/go-json-experiment/json": {"http"},
 	// x402 payments: EIP-712 hashing and secp256k1 signing, behind the

@@ -185,8 +185,10 @@ func (s *sequencerState) chainCanonical(did, typ string, payload []byte, micros 
 	return p
 }
 
-func (p *pending) sign(key ed25519.PrivateKey) {
-	sig := ed25519.Sign(key, p.u)
+func (p *pending) sign(key ed25519.PrivateKey) { p.signedWith(ed25519.Sign(key, p.u)) }
+
+// signedWith gives p its signature, sig, made over U.
+func (p *pending) signedWith(sig []byte) {
 	p.ev.Signature = base64.StdEncoding.EncodeToString(sig)
 	// U is not needed once signed, and the stored form is U with its closing
 	// brace replaced by the id and signature: build it in U's array.
@@ -335,7 +337,6 @@ func (l *Log) fold(g *group, evs []*pending) error {
 
 // signer signs events on every core; signing is the costliest step of an append.
 type signer struct {
-	key  ed25519.PrivateKey
 	jobs chan signJob
 	done sync.WaitGroup
 }
@@ -345,19 +346,64 @@ type signJob struct {
 	signed *sync.WaitGroup
 }
 
+// maxSignBatch is the most events a worker signs at once. A batch shares one
+// field inversion (batchSigner), which eight already make a small part of
+// each signature's cost; a larger one would leave the other workers idle
+// while one signs what they could have split.
+const maxSignBatch = 8
+
 func startSigner(key ed25519.PrivateKey) *signer {
-	s := &signer{key: key, jobs: make(chan signJob, 4096)}
+	s := &signer{jobs: make(chan signJob, 4096)}
 	for range runtime.GOMAXPROCS(0) {
 		s.done.Add(1)
 		go func() {
 			defer s.done.Done()
-			for j := range s.jobs {
-				j.p.sign(s.key)
-				j.signed.Done()
-			}
+			s.work(key)
 		}()
 	}
 	return s
+}
+
+// work signs jobs with key until the channel closes, each time together with
+// those already waiting behind it (up to maxSignBatch): it never waits to fill
+// a batch.
+func (s *signer) work(key ed25519.PrivateKey) {
+	var b *batchSigner // made at the first job: a log that only reads has no key
+	batch := make([]signJob, 0, maxSignBatch)
+	msgs := make([][]byte, 0, maxSignBatch)
+	sigs := make([][ed25519.SignatureSize]byte, maxSignBatch)
+	for j := range s.jobs {
+		if b == nil {
+			b = newBatchSigner(key)
+		}
+		batch = s.waiting(append(batch[:0], j))
+		msgs = msgs[:0]
+		for _, j := range batch {
+			msgs = append(msgs, j.p.u)
+		}
+		b.sign(msgs, sigs[:len(batch)])
+		for i, j := range batch {
+			j.p.signedWith(sigs[i][:])
+			j.signed.Done()
+		}
+		clear(batch) // let the pendings go
+	}
+}
+
+// waiting adds to batch the jobs already queued, up to its capacity.
+func (s *signer) waiting(batch []signJob) []signJob {
+	for len(batch) < cap(batch) {
+		select {
+		case j, ok := <-s.jobs:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, j)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 func (s *signer) stop() {
