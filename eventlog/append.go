@@ -386,7 +386,8 @@ func (s *signer) work(key ed25519.PrivateKey) {
 			j.p.signedWith(sigs[i][:])
 			j.signed.Done()
 		}
-		clear(batch) // let the pendings go
+		clear(batch) // let the pendings and their bytes go
+		clear(msgs)
 	}
 }
 
