@@ -351,12 +351,44 @@ type ModelView struct {
 
 // ModelView returns a view of the durable model state. It sees what every
 // released Append and Decide wrote, and nothing that is not durable.
+//
+// A Pebble snapshot alone would not do: Pebble shows a batch to its readers
+// once it is applied, before the fsync a Sync commit then waits for, so a
+// snapshot taken in between would hold a group that a crash of the machine
+// could still take back. The models' watermark, written in every group's
+// batch, tells such a snapshot apart: past the durable tip, it is dropped and
+// taken again between two commits (under commitMu, which the committer holds
+// from a commit to the new tip), when no group is in that window.
 func (l *Log) ModelView() (*ModelView, error) {
 	sp := l.liveModels()
 	if sp == nil {
 		return nil, errNoModels
 	}
-	return &ModelView{snap: l.db.NewSnapshot(), prefix: sp.prefix}, nil
+	snap := l.db.NewSnapshot()
+	durable, err := l.holdsOnlyDurable(snap, sp)
+	if err != nil {
+		snap.Close()
+		return nil, err
+	}
+	if !durable {
+		snap.Close()
+		l.commitMu.Lock()
+		snap = l.db.NewSnapshot()
+		l.commitMu.Unlock()
+	}
+	return &ModelView{snap: snap, prefix: sp.prefix}, nil
+}
+
+// holdsOnlyDurable reports whether every group snap shows of sp is durable:
+// whether the watermark it shows is at or below the tip, which the committer
+// moves only after a group's fsync. The tip is read after the snapshot was
+// taken, so a group that became durable in between counts as durable.
+func (l *Log) holdsOnlyDurable(snap *pebble.Snapshot, sp *modelSpace) (bool, error) {
+	v, ok, err := dbGet(snap, sp.key(modelAppliedKey))
+	if err != nil || !ok {
+		return err == nil, err // no watermark: no group committed to sp yet
+	}
+	return u64(v) <= l.Tip().Seq, nil
 }
 
 // Get reads key; the value is a copy.

@@ -1,0 +1,103 @@
+package eventlog
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+)
+
+// TestModelViewSeesOnlyDurableWrites holds a group's WAL fsync while a query
+// asks for a view. Pebble makes a batch visible to its readers when it is
+// applied, before the fsync a Sync commit waits for, so a plain snapshot taken
+// then would show writes that a crash of the machine could still take back.
+// The view must not: whatever ModelView returns while the fsync is held does
+// not hold the group's writes, and once the fsync ends it does.
+func TestModelViewSeesOnlyDurableWrites(t *testing.T) {
+	var hold atomic.Bool
+	gate := make(chan struct{})
+	var released atomic.Bool
+	injector := errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if (op.Kind == errorfs.OpFileSync || op.Kind == errorfs.OpFileSyncData) && strings.HasSuffix(op.Path, ".log") && hold.Load() {
+			<-gate
+		}
+		return nil
+	})
+	l := openMem(t, Options{Models: flipper{}, FS: errorfs.Wrap(vfs.NewMem(), injector)})
+	first := mustAppend(t, l, draft("test.flip", "i", 0))[0].Seq
+
+	hold.Store(true)
+	appended := make(chan error, 1)
+	go func() {
+		_, err := l.Append(context.Background(), draft("test.flip", "i", 1))
+		appended <- err
+	}()
+	// Wait until Pebble shows the group's batch to a plain reader: applied,
+	// its fsync held at the gate.
+	want := []byte(strconv.FormatUint(first+1, 10))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		v, ok, err := dbGet(l.db, l.liveModels().key([]byte("last")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok && string(v) == string(want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the held group never became visible in Pebble")
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	type result struct {
+		last     string
+		released bool // whether the fsync had been let go when the view was made
+		err      error
+	}
+	views := make(chan result, 1)
+	go func() {
+		view, err := l.ModelView()
+		if err != nil {
+			views <- result{err: err}
+			return
+		}
+		defer view.Close()
+		rel := released.Load()
+		v, _, err := view.Get([]byte("last"))
+		views <- result{last: string(v), released: rel, err: err}
+	}()
+	var got result
+	select {
+	case got = <-views: // made while the fsync is held
+	case <-time.After(200 * time.Millisecond): // or waiting for it
+	}
+	released.Store(true)
+	hold.Store(false)
+	close(gate)
+	if err := <-appended; err != nil {
+		t.Fatal(err)
+	}
+	if got == (result{}) {
+		got = <-views
+	}
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	if got.last == string(want) && !got.released {
+		t.Fatalf("a view made while the group's fsync was held shows its write (last = %s)", got.last)
+	}
+	view, err := l.ModelView()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer view.Close()
+	if v, _, _ := view.Get([]byte("last")); string(v) != string(want) {
+		t.Fatalf("after the fsync: last = %q, want %s", v, want)
+	}
+}
