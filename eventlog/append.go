@@ -507,5 +507,8 @@ func (l *Log) commit(g *group) error {
 		l.root = first.ID
 	}
 	l.mu.Unlock()
+	if sp != nil {
+		l.renewDurable(sp) // before the group's callers are released
+	}
 	return nil
 }

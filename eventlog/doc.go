@@ -69,8 +69,8 @@
 // theirs), and are committed in the Pebble batch of the event's group with the
 // space's "applied" watermark, under the same fsync. A ModelView, a Pebble
 // snapshot, reads only what is durable: Pebble shows a batch to readers before
-// its fsync ends, so a snapshot whose watermark is past the durable tip is
-// taken again between two commits. Because events and models share one
+// its fsync ends, so the views share a snapshot the committer takes after
+// each group's fsync (durablesnap.go). Because events and models share one
 // batch, a crash can tear neither from the other; Open finds the watermark at
 // the tip and folds nothing.
 //

@@ -120,6 +120,9 @@ type Log struct {
 	// commitMu is held by the committer from a group's commit to the new
 	// tip, so that Backup copies the store at a tip it knows.
 	commitMu sync.Mutex
+	// durable is what ModelView hands out: a snapshot renewed after each
+	// commit (durablesnap.go).
+	durable atomic.Pointer[durableSnapshot]
 
 	mu         sync.RWMutex // guards the committed view below
 	tip        Tip
@@ -309,6 +312,7 @@ func (l *Log) Close() error {
 	close(l.reqs)
 	l.closeMu.Unlock()
 	<-l.stopped
+	l.dropDurable()
 	return l.db.Close()
 }
 

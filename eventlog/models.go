@@ -345,6 +345,7 @@ var errNoModels = errors.New("the log has no read models (Options.Models)")
 // ModelView is a consistent, durable view of the model state: a Pebble snapshot.
 // Close it when done.
 type ModelView struct {
+	shared *durableSnapshot
 	snap   *pebble.Snapshot
 	prefix byte
 }
@@ -352,43 +353,24 @@ type ModelView struct {
 // ModelView returns a view of the durable model state. It sees what every
 // released Append and Decide wrote, and nothing that is not durable.
 //
-// A Pebble snapshot alone would not do: Pebble shows a batch to its readers
-// once it is applied, before the fsync a Sync commit then waits for, so a
-// snapshot taken in between would hold a group that a crash of the machine
-// could still take back. The models' watermark, written in every group's
-// batch, tells such a snapshot apart: past the durable tip, it is dropped and
-// taken again between two commits (under commitMu, which the committer holds
-// from a commit to the new tip), when no group is in that window.
+// A snapshot taken at any moment would not do: Pebble shows a batch to its
+// readers once it is applied, before the fsync a Sync commit then waits for,
+// so it could hold a group that a crash of the machine could still take back.
+// The view is the snapshot the committer takes after each commit's fsync and
+// before it releases the group's callers (durableSnapshot), shared by every
+// view made until the next commit: a query neither waits for a commit nor
+// makes a snapshot of its own.
 func (l *Log) ModelView() (*ModelView, error) {
-	sp := l.liveModels()
-	if sp == nil {
-		return nil, errNoModels
+	for {
+		s := l.durable.Load()
+		if s == nil {
+			return nil, errNoModels
+		}
+		if s.acquire() {
+			return &ModelView{shared: s, snap: s.snap, prefix: s.prefix}, nil
+		}
+		// Replaced and released since the load: the next one is there.
 	}
-	snap := l.db.NewSnapshot()
-	durable, err := l.holdsOnlyDurable(snap, sp)
-	if err != nil {
-		snap.Close()
-		return nil, err
-	}
-	if !durable {
-		snap.Close()
-		l.commitMu.Lock()
-		snap = l.db.NewSnapshot()
-		l.commitMu.Unlock()
-	}
-	return &ModelView{snap: snap, prefix: sp.prefix}, nil
-}
-
-// holdsOnlyDurable reports whether every group snap shows of sp is durable:
-// whether the watermark it shows is at or below the tip, which the committer
-// moves only after a group's fsync. The tip is read after the snapshot was
-// taken, so a group that became durable in between counts as durable.
-func (l *Log) holdsOnlyDurable(snap *pebble.Snapshot, sp *modelSpace) (bool, error) {
-	v, ok, err := dbGet(snap, sp.key(modelAppliedKey))
-	if err != nil || !ok {
-		return err == nil, err // no watermark: no group committed to sp yet
-	}
-	return u64(v) <= l.Tip().Seq, nil
 }
 
 // Get reads key; the value is a copy.
@@ -436,7 +418,7 @@ func step(it *pebble.Iterator, reverse bool) bool {
 }
 
 // Close releases the view.
-func (v *ModelView) Close() { v.snap.Close() }
+func (v *ModelView) Close() { v.shared.release() }
 
 // PrefixEnd returns the first key after every key that starts with prefix, for
 // ModelView.Scan's upper bound; nil when there is none.

@@ -67,6 +67,7 @@ func (l *Log) openModels(progress RebuildProgress) error {
 				return err
 			}
 		}
+		l.renewDurable(sp)
 		l.live.Store(sp)
 		return nil
 	}
@@ -128,6 +129,7 @@ func (l *Log) swapModels(old byte, next *modelSpace) error {
 	if err := withFatal(func() error { return b.Commit(pebble.Sync) }); err != nil {
 		return fmt.Errorf("switch read models: %w", err)
 	}
+	l.renewDurable(next)
 	l.live.Store(next)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,5 +100,72 @@ func TestModelViewSeesOnlyDurableWrites(t *testing.T) {
 	defer view.Close()
 	if v, _, _ := view.Get([]byte("last")); string(v) != string(want) {
 		t.Fatalf("after the fsync: last = %q, want %s", v, want)
+	}
+}
+
+// TestModelViewsShareSnapshotsAndCloseThem: a view keeps the state it was made
+// at while commits go on, a view made after a commit sees it, and however views
+// and commits interleave, every snapshot is closed once its last view is: the
+// log closes without leaking one.
+func TestModelViewsShareSnapshotsAndCloseThem(t *testing.T) {
+	opts := Options{Models: flipper{}, InMemory: true, Key: seedKey(t, vectorSeed)}
+	l, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := func(v *ModelView) string {
+		t.Helper()
+		b, _, err := v.Get([]byte("last"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	at := mustAppend(t, l, draft("test.flip", "i", 0))[0].Seq
+	early, err := l.ModelView()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		mustAppend(t, l, draft("test.flip", "i", i+1))
+	}
+	late, err := l.ModelView()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := last(early), strconv.FormatUint(at, 10); got != want {
+		t.Errorf("a view made before five commits reads last = %s, want %s", got, want)
+	}
+	if got, want := last(late), strconv.FormatUint(at+5, 10); got != want {
+		t.Errorf("a view made after them reads last = %s, want %s", got, want)
+	}
+	early.Close()
+	late.Close()
+
+	// Views opened and closed from many goroutines while appends commit.
+	ctx, stop := context.WithCancel(context.Background())
+	var readers sync.WaitGroup
+	for range 8 {
+		readers.Go(func() {
+			for ctx.Err() == nil {
+				v, err := l.ModelView()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if _, ok, err := v.Get([]byte("last")); err != nil || !ok {
+					t.Errorf("last: %v, %v", ok, err)
+				}
+				v.Close()
+			}
+		})
+	}
+	for i := range 200 {
+		mustAppend(t, l, draft("test.flip", "i", i))
+	}
+	stop()
+	readers.Wait()
+	if err := l.Close(); err != nil {
+		t.Fatalf("close: %v", err)
 	}
 }
