@@ -364,6 +364,9 @@ func (l *Log) ModelView() (*ModelView, error) {
 	for {
 		s := l.durable.Load()
 		if s == nil {
+			if l.liveModels() != nil {
+				return nil, ErrClosed // Close let go of the last one
+			}
 			return nil, errNoModels
 		}
 		if s.acquire() {
@@ -418,7 +421,12 @@ func step(it *pebble.Iterator, reverse bool) bool {
 }
 
 // Close releases the view.
-func (v *ModelView) Close() { v.shared.release() }
+func (v *ModelView) Close() {
+	if v.shared != nil { // a second Close must not give back another's reference
+		v.shared.release()
+		v.shared, v.snap = nil, nil
+	}
+}
 
 // PrefixEnd returns the first key after every key that starts with prefix, for
 // ModelView.Scan's upper bound; nil when there is none.

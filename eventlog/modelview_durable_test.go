@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,9 +105,10 @@ func TestModelViewSeesOnlyDurableWrites(t *testing.T) {
 }
 
 // TestModelViewsShareSnapshotsAndCloseThem: a view keeps the state it was made
-// at while commits go on, a view made after a commit sees it, and however views
-// and commits interleave, every snapshot is closed once its last view is: the
-// log closes without leaking one.
+// at while commits go on, a view made after a commit sees it, a view closed
+// twice gives back one reference only, and however views and commits
+// interleave, every snapshot is closed once its last view is: the log closes
+// without leaking one, and a view asked for after that is ErrClosed.
 func TestModelViewsShareSnapshotsAndCloseThem(t *testing.T) {
 	opts := Options{Models: flipper{}, InMemory: true, Key: seedKey(t, vectorSeed)}
 	l, err := Open(opts)
@@ -140,6 +142,19 @@ func TestModelViewsShareSnapshotsAndCloseThem(t *testing.T) {
 		t.Errorf("a view made after them reads last = %s, want %s", got, want)
 	}
 	early.Close()
+	// twin shares late's snapshot (no commit between them); closed twice, it
+	// must give back one reference only, or the next commit, letting go of the
+	// log's own, would close the snapshot under late.
+	twin, err := l.ModelView()
+	if err != nil {
+		t.Fatal(err)
+	}
+	twin.Close()
+	twin.Close()
+	mustAppend(t, l, draft("test.flip", "i", 6))
+	if got, want := last(late), strconv.FormatUint(at+5, 10); got != want {
+		t.Errorf("after a twin view closed twice and a commit, late reads last = %s, want %s", got, want)
+	}
 	late.Close()
 
 	// Views opened and closed from many goroutines while appends commit.
@@ -167,5 +182,8 @@ func TestModelViewsShareSnapshotsAndCloseThem(t *testing.T) {
 	readers.Wait()
 	if err := l.Close(); err != nil {
 		t.Fatalf("close: %v", err)
+	}
+	if _, err := l.ModelView(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("ModelView after Close: %v, want ErrClosed", err)
 	}
 }
