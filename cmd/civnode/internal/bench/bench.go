@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
@@ -311,18 +312,38 @@ func (b *harness) fill(ctx context.Context) error {
 	defer closeClient(c)
 	bufs := newBuffers(writers)
 	progress, done := b.cfg.Progress("fill", int64(b.cfg.Events))
-	var onDone func(int64)
-	if progress != nil {
-		onDone = func(n int64) { progress(uint64(n)) }
+	// The rate over the first and the last tenth of the fill: the same
+	// clients on the same machine minutes apart, on a new node and at
+	// --events, which says whether an append grows dearer with history
+	// better than two runs an hour apart do.
+	n := int64(b.cfg.Events)
+	tenth := max(n/10, 1)
+	start := time.Now()
+	var firstEnd, lastStart atomic.Int64 // since start
+	onDone := func(k int64) {
+		switch k {
+		case tenth:
+			firstEnd.Store(int64(time.Since(start)))
+		case n - tenth:
+			lastStart.Store(int64(time.Since(start)))
+		}
+		if progress != nil {
+			progress(uint64(k))
+		}
 	}
 	// Bounded in time too: 2 minutes, plus 2 ms a mission (≥ 500/s).
 	bound := 2*time.Minute + time.Duration(b.cfg.Events)*2*time.Millisecond
-	res, err := runLoad(ctx, writers, bound, int64(b.cfg.Events), b.createOp(c, bufs), onDone)
+	res, err := runLoad(ctx, writers, bound, n, b.createOp(c, bufs), onDone)
+	end := time.Since(start)
 	done()
 	if err != nil {
 		return fmt.Errorf("fill: %w", err)
 	}
 	b.res.set("fill_per_s", res.opsPerSecond())
+	if res.ops == n && n >= 2*tenth && firstEnd.Load() > 0 && end > time.Duration(lastStart.Load()) {
+		b.res.set("fill_first_per_s", rate(tenth, time.Duration(firstEnd.Load())))
+		b.res.set("fill_last_per_s", rate(tenth, end-time.Duration(lastStart.Load())))
+	}
 	b.log.Info("bench: filled", "missions", res.ops, "per_s", int(res.opsPerSecond()))
 	return nil
 }

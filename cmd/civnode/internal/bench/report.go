@@ -45,6 +45,8 @@ var baseRows = []row{
 	{key: "http_create_c64_per_s", unit: "/s", limit: "http_limit_signed_per_s", ratio: "http_create_c64_x_http_limit", target: "≥ 10,000/s"},
 	{key: "http_create_c64_p99_ms", unit: "ms", target: "< 25 ms"},
 	{key: "http_create_c64_node_cpu_us", unit: "µs", target: "≤ 250 µs at 1M events", managed: true},
+	{key: "fill_first_per_s", unit: "/s"},
+	{key: "fill_last_per_s", unit: "/s", limit: "fill_first_per_s", ratio: "fill_last_x_first", target: "≥ 0.9 × first at 1M events"},
 	{key: "events_since_c16_per_s", unit: "/s", target: "≥ 150,000/s at 1M events"},
 	{key: "events_since_c16_p99_ms", unit: "ms", target: "< 25 ms at 1M events"},
 	{key: "verify_chain_per_s", unit: "/s", limit: "verify_per_s", ratio: "verify_chain_x_verify", target: "≥ 0.9 × verify", managed: true},
