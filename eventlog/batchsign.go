@@ -36,6 +36,9 @@ type batchSigner struct {
 	acc     []field.Element // acc[i] = z[0]·…·z[i]
 }
 
+// newBatchSigner panics on a key of the wrong size, as ed25519.Sign does: it
+// cannot happen, since Open refuses such a key and a log without one takes
+// no appends, so no job reaches a signing worker.
 func newBatchSigner(key ed25519.PrivateKey) *batchSigner {
 	if len(key) != ed25519.PrivateKeySize {
 		panic(fmt.Sprintf("eventlog: Ed25519 private key of %d bytes", len(key)))
@@ -43,7 +46,7 @@ func newBatchSigner(key ed25519.PrivateKey) *batchSigner {
 	h := sha512.Sum512(key.Seed())
 	b := &batchSigner{h: sha512.New()}
 	if _, err := b.s.SetBytesWithClamping(h[:32]); err != nil {
-		panic(err) // 32 bytes always set
+		panic(err) // cannot fail: it fails only on an input that is not 32 bytes
 	}
 	copy(b.prefix[:], h[32:])
 	copy(b.pub[:], key[ed25519.SeedSize:])
@@ -66,7 +69,7 @@ func (b *batchSigner) sign(msgs [][]byte, sigs [][ed25519.SignatureSize]byte) {
 		d.Write(b.prefix[:])
 		d.Write(m)
 		if _, err := b.r[i].SetUniformBytes(d.Sum(h[:0])); err != nil {
-			panic(err) // 64 bytes always set
+			panic(err) // cannot fail: it fails only on an input that is not 64 bytes
 		}
 		R.ScalarBaseMult(&b.r[i])
 		X, Y, Z, _ := R.ExtendedCoordinates()
@@ -103,7 +106,7 @@ func (b *batchSigner) sign(msgs [][]byte, sigs [][ed25519.SignatureSize]byte) {
 		d.Write(b.pub[:])
 		d.Write(msgs[i])
 		if _, err := k.SetUniformBytes(d.Sum(h[:0])); err != nil {
-			panic(err)
+			panic(err) // as above
 		}
 		S.MultiplyAdd(&k, &b.s, &b.r[i])
 		copy(sig[32:], S.Bytes())

@@ -344,11 +344,7 @@ var errNoModels = errors.New("the log has no read models (Options.Models)")
 
 // ModelView is a consistent, durable view of the model state: a Pebble snapshot.
 // Close it when done.
-type ModelView struct {
-	shared *durableSnapshot
-	snap   *pebble.Snapshot
-	prefix byte
-}
+type ModelView struct{ shared *durableSnapshot }
 
 // ModelView returns a view of the durable model state. It sees what every
 // released Append and Decide wrote, and nothing that is not durable.
@@ -370,7 +366,7 @@ func (l *Log) ModelView() (*ModelView, error) {
 			return nil, errNoModels
 		}
 		if s.acquire() {
-			return &ModelView{shared: s, snap: s.snap, prefix: s.prefix}, nil
+			return &ModelView{shared: s}, nil
 		}
 		// Replaced and released since the load: the next one is there.
 	}
@@ -378,21 +374,22 @@ func (l *Log) ModelView() (*ModelView, error) {
 
 // Get reads key; the value is a copy.
 func (v *ModelView) Get(key []byte) ([]byte, bool, error) {
-	return dbGet(v.snap, append([]byte{v.prefix}, key...))
+	return dbGet(v.shared.snap, append([]byte{v.shared.prefix}, key...))
 }
 
 // Scan calls fn for each key in [lower, upper) in key order, or in reverse key
 // order when reverse is set, until fn returns false or an error. key and value
 // are valid only during the call.
 func (v *ModelView) Scan(lower, upper []byte, reverse bool, fn func(key, value []byte) (bool, error)) error {
-	lo := append([]byte{v.prefix}, lower...)
+	prefix := v.shared.prefix
+	lo := append([]byte{prefix}, lower...)
 	var hi []byte
 	if upper == nil {
-		hi = []byte{v.prefix + 1}
+		hi = []byte{prefix + 1}
 	} else {
-		hi = append([]byte{v.prefix}, upper...)
+		hi = append([]byte{prefix}, upper...)
 	}
-	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it, err := v.shared.snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return fmt.Errorf("scan read model: %w", storeFault(err))
 	}
@@ -424,7 +421,7 @@ func step(it *pebble.Iterator, reverse bool) bool {
 func (v *ModelView) Close() {
 	if v.shared != nil { // a second Close must not give back another's reference
 		v.shared.release()
-		v.shared, v.snap = nil, nil
+		v.shared = nil
 	}
 }
 
