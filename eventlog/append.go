@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -410,105 +409,4 @@ func (s *signer) waiting(batch []signJob) []signJob {
 func (s *signer) stop() {
 	close(s.jobs)
 	s.done.Wait()
-}
-
-// runCommitter makes each group durable with one fsync, publishes the new tip and
-// releases the group's callers. After a failed commit the log is failed for good:
-// an fsync is never retried.
-func (l *Log) runCommitter() {
-	defer close(l.stopped)
-	for g := range l.groups {
-		g.signed.Wait()
-		err := l.Healthy()
-		if err == nil && len(g.pending) > 0 {
-			err = l.commit(g)
-		}
-		events := make([]Event, 0, len(g.pending))
-		k := 0
-		for _, r := range g.reqs {
-			if r.err != nil {
-				continue
-			}
-			if err != nil {
-				r.err = fmt.Errorf("%w: %w", ErrFailed, err)
-			} else {
-				r.events = make([]Event, r.n)
-				for i, p := range g.pending[k : k+r.n] {
-					r.events[i] = *p.ev
-				}
-			}
-			k += r.n
-		}
-		if err == nil && l.onCommit != nil && len(g.pending) > 0 {
-			for _, p := range g.pending {
-				events = append(events, *p.ev)
-			}
-			if herr := l.onCommit(events); herr != nil {
-				l.fail(fmt.Errorf("commit hook at seq %d: %w", g.pending[len(g.pending)-1].ev.Seq, herr))
-			}
-		}
-		for _, r := range g.reqs {
-			close(r.done)
-		}
-	}
-}
-
-func (l *Log) commit(g *group) error {
-	sb := &l.sorted // the committer's own
-	for _, p := range g.pending {
-		p.write(sb)
-	}
-	writeTree(sb, g.pending)
-	last := g.pending[len(g.pending)-1]
-	sp := l.liveModels()
-	modelsAt := len(sb.ops) // the place of g.models[0] among the group's writes
-	if sp != nil {
-		sp.apply(sb, g.models)
-		sb.Set(sp.key(modelAppliedKey), appendU64(nil, last.ev.Seq), nil)
-	}
-	if last.tree != nil {
-		sb.Set(metaTreeSizeKey, appendU64(nil, last.ev.Seq), nil)
-	}
-	first := g.pending[0].ev
-	if first.Seq == 1 {
-		// An ingested genesis event: Open wrote none (Options.Ingest).
-		sb.Set(metaSchemaKey, []byte(schemaVersion), nil)
-	}
-	b := l.db.NewBatch()
-	sb.writeTo(b)
-	for _, at := range sb.dropped {
-		if i := at - modelsAt; sp != nil && i >= 0 && i < len(g.models) {
-			g.models[i].superseded = true
-		}
-	}
-	l.commitMu.Lock()
-	defer l.commitMu.Unlock()
-	start := time.Now()
-	err := withFatal(func() error { return b.Commit(pebble.Sync) })
-	if l.onGroup != nil {
-		l.onGroup(GroupCommit{Events: len(g.pending), Duration: time.Since(start), Err: err})
-	}
-	if err != nil {
-		l.fail(fmt.Errorf("commit seq %d..%d: %w", g.pending[0].ev.Seq, last.ev.Seq, err))
-		return err
-	}
-	b.Close()
-	if sp != nil {
-		sp.settle(g.models)
-		releaseWrites(g.models)
-		g.models = nil
-	}
-	l.mu.Lock()
-	for _, p := range g.pending {
-		l.typeCounts[p.ev.Type] = p.ordinal
-	}
-	l.tip = Tip{Seq: last.ev.Seq, ID: last.ev.ID, Micros: last.micros}
-	if first.Seq == 1 {
-		l.root = first.ID
-	}
-	l.mu.Unlock()
-	if sp != nil {
-		l.renewDurable(sp) // before the group's callers are released
-	}
-	return nil
 }

@@ -22,7 +22,8 @@ type Backup struct {
 // yet: Pebble's own checkpoint, which hard-links the immutable tables where
 // dir is on the store's file system (copies them elsewhere) and copies the
 // write-ahead log up to the last commit. Commits wait while the checkpoint is
-// taken (the time to link the files), so the copy ends exactly at the tip
+// taken (the time to link the files), and it is taken once every group
+// already written has had its fsync (commit.go), so the copy ends exactly at the tip
 // Backup returns, with the models, indexes and tree of that tip. The node's
 // key and the other files of the data directory are the caller's to copy.
 func (l *Log) Backup(dir string) (Backup, error) {
@@ -30,6 +31,11 @@ func (l *Log) Backup(dir string) (Backup, error) {
 		return Backup{}, fmt.Errorf("%w: %w", ErrFailed, err)
 	}
 	l.commitMu.Lock()
+	l.unsynced.Wait() // every group applied so far is in the tip, or failed
+	if err := l.Healthy(); err != nil {
+		l.commitMu.Unlock()
+		return Backup{}, fmt.Errorf("%w: %w", ErrFailed, err)
+	}
 	tip := l.Tip()
 	err := l.db.Checkpoint(dir, pebble.WithFlushedWAL())
 	l.commitMu.Unlock()

@@ -69,8 +69,9 @@
 // theirs), and are committed in the Pebble batch of the event's group with the
 // space's "applied" watermark, under the same fsync. A ModelView, a Pebble
 // snapshot, reads only what is durable: Pebble shows a batch to readers before
-// its fsync ends, so the views share a snapshot the committer takes after
-// each group's fsync (durablesnap.go). Because events and models share one
+// its fsync ends, so the views share a snapshot the committer takes when it
+// has applied a group, before the next, and publishes after the group's fsync
+// (durablesnap.go, commit.go). Because events and models share one
 // batch, a crash can tear neither from the other; Open finds the watermark at
 // the tip and folds nothing.
 //

@@ -6,10 +6,12 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// durableSnapshot is a Pebble snapshot of the store taken when nothing in it
-// could be taken back by a crash: by the committer right after a group's
-// fsync (or after a rebuild's last one), when no other model batch is in
-// flight, since the committer alone writes the live models. Every ModelView
+// durableSnapshot is a Pebble snapshot of the store that ModelView hands out
+// only once nothing in it could be taken back by a crash. The committer takes
+// it right after it applies a group, before the next one (so it holds the
+// group's model writes and no later ones, since the committer alone writes
+// the live models), and publishes it after the group's fsync (commit.go); a
+// rebuild takes and publishes one after its last fsync. Every ModelView
 // made until the next one is taken shares it; the last to let go closes it.
 type durableSnapshot struct {
 	snap   *pebble.Snapshot
@@ -36,12 +38,22 @@ func (s *durableSnapshot) release() {
 	}
 }
 
-// renewDurable takes a new durable snapshot of the models in sp and lets go
-// of the log's reference to the one before. Call it only where every model
-// batch written so far is durable.
-func (l *Log) renewDurable(sp *modelSpace) {
+// renewDurable takes a new durable snapshot of the models in sp and
+// publishes it. Call it only where every model batch written so far is
+// durable.
+func (l *Log) renewDurable(sp *modelSpace) { l.publishDurable(l.newDurable(sp)) }
+
+// newDurable takes a snapshot of the models in sp, to be published once
+// everything it holds is durable.
+func (l *Log) newDurable(sp *modelSpace) *durableSnapshot {
 	s := &durableSnapshot{snap: l.db.NewSnapshot(), prefix: sp.prefix}
 	s.refs.Store(1)
+	return s
+}
+
+// publishDurable makes s what ModelView hands out and lets go of the log's
+// reference to the one before.
+func (l *Log) publishDurable(s *durableSnapshot) {
 	if old := l.durable.Swap(s); old != nil {
 		old.release()
 	}

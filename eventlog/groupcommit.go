@@ -9,8 +9,10 @@ import "time"
 type GroupCommit struct {
 	// Events is the number of events in the group's batch.
 	Events int
-	// Duration is the batch commit with pebble.Sync: the write and its one
-	// fsync. On a fast disk the fsync is nearly all of it.
+	// Duration is from the batch's write to the end of the WAL fsync that
+	// covers it (commit.go): the write, the fsync, and any of the fsync
+	// before it that was still running. On a fast disk the fsyncs are nearly
+	// all of it.
 	Duration time.Duration
 	// Err is the commit's error; non-nil means the log has failed (fail-stop)
 	// and the group's events were not acknowledged.

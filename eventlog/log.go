@@ -117,9 +117,12 @@ type Log struct {
 	closeMu sync.RWMutex
 	closed  bool
 
-	// commitMu is held by the committer from a group's commit to the new
-	// tip, so that Backup copies the store at a tip it knows.
+	// commitMu is held by the committer while it applies a group, and
+	// unsynced counts the groups applied but not yet made the tip (commit.go):
+	// Backup holds the one and waits for the other, so that it copies the
+	// store at a tip it knows.
 	commitMu sync.Mutex
+	unsynced sync.WaitGroup
 	// durable is what ModelView hands out: a snapshot renewed after each
 	// commit (durablesnap.go).
 	durable atomic.Pointer[durableSnapshot]
