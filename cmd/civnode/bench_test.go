@@ -28,9 +28,9 @@ func TestBenchJSON(t *testing.T) {
 	}
 	want := []string{
 		"cpus", "chain_events", "fill_per_s",
-		"sign_per_s", "verify_per_s", "pebble_sync_write_ms", "pebble_sync_writes_per_s",
+		"sign_per_s", "sign_cores_per_s", "verify_per_s", "pebble_sync_write_ms", "pebble_sync_writes_per_s",
 		"http_limit_per_s", "http_limit_signed_per_s",
-		"append_per_s", "append_x_sign",
+		"append_per_s", "append_x_sign_cores",
 		"http_create_seq_per_s", "http_create_seq_x_sync_write", "http_create_seq_p50_ms",
 		"http_create_c64_per_s", "http_create_c64_x_http_limit", "http_create_c64_p99_ms", "http_create_c64_node_cpu_us",
 		"fill_first_per_s", "fill_last_per_s", "fill_last_x_first",

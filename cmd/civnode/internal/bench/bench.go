@@ -208,8 +208,9 @@ func Run(ctx context.Context, cfg Config) (res *Results, err error) {
 // latency of one synced Pebble write: the limits every phase is read against.
 func (b *harness) signAndSyncLimits() error {
 	b.log.Info("bench: reference limits (idle)")
-	sign, verify := edRates()
+	sign, signCores, verify := edRates()
 	b.res.set("sign_per_s", sign)
+	b.res.set("sign_cores_per_s", signCores)
 	b.res.set("verify_per_s", verify)
 	syncMs, err := syncWriteMillis(b.tmp, b.quiet)
 	if err != nil {
@@ -236,7 +237,7 @@ func (b *harness) referenceLimits(ctx context.Context) error {
 			b.res.set("http_limit_per_s", r)
 		}
 	}
-	b.log.Info("bench: reference limits", "sign_per_s", int(b.res.get("sign_per_s")), "verify_per_s", int(b.res.get("verify_per_s")),
+	b.log.Info("bench: reference limits", "sign_per_s", int(b.res.get("sign_per_s")), "sign_cores_per_s", int(b.res.get("sign_cores_per_s")), "verify_per_s", int(b.res.get("verify_per_s")),
 		"pebble_sync_write_ms", round3(b.res.get("pebble_sync_write_ms")), "http_limit_per_s", int(b.res.get("http_limit_per_s")),
 		"http_limit_signed_per_s", int(b.res.get("http_limit_signed_per_s")))
 	return nil

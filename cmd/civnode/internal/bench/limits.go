@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/civnode/civnode/eventlog"
@@ -25,17 +26,19 @@ import (
 // load, so that every figure of the node is read beside what this machine can
 // do at best in the same run (docs/benchmarks.md).
 
-// edRates is the single-core Ed25519 sign and verify rate over an event-sized
-// message (300 bytes), each the median of seven bursts so that one preempted
-// burst on a shared machine does not set the figure.
-func edRates() (sign, verify float64) {
+// edRates is the Ed25519 sign rate over an event-sized message (300 bytes) on
+// one core and on every core at once (GOMAXPROCS goroutines), and the
+// single-core verify rate, each the median of seven bursts so that one
+// preempted burst on a shared machine does not set the figure.
+func edRates() (sign, signCores, verify float64) {
 	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)) // any key signs at the same rate
 	msg := bytes.Repeat([]byte("x"), 300)
 	sig := ed25519.Sign(key, msg)
 	pub := key.Public().(ed25519.PublicKey)
 	sign = opsrate.Median(func() { ed25519.Sign(key, msg) })
+	signCores = opsrate.MedianParallel(runtime.GOMAXPROCS(0), func() { ed25519.Sign(key, msg) })
 	verify = opsrate.Median(func() { ed25519.Verify(pub, msg, sig) })
-	return sign, verify
+	return sign, signCores, verify
 }
 
 // syncWriteMillis is the median latency of one lone synced Pebble write in a

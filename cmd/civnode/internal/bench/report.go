@@ -32,6 +32,7 @@ var contextKeys = []string{"cpus", "chain_events", "fill_per_s"}
 var baseRows = []row{
 	{section: "reference limits, measured idle before any load"},
 	{key: "sign_per_s", unit: "/s"},
+	{key: "sign_cores_per_s", unit: "/s"},
 	{key: "verify_per_s", unit: "/s"},
 	{key: "pebble_sync_write_ms", unit: "ms"},
 	{key: "pebble_sync_writes_per_s", unit: "/s"},
@@ -39,7 +40,7 @@ var baseRows = []row{
 	{key: "http_limit_signed_per_s", unit: "/s"},
 
 	{section: "node"},
-	{key: "append_per_s", unit: "/s", limit: "sign_per_s", ratio: "append_x_sign", target: "≥ 0.8 × sign"},
+	{key: "append_per_s", unit: "/s", limit: "sign_cores_per_s", ratio: "append_x_sign_cores", target: "≥ 0.8 × sign, all cores"},
 	{key: "http_create_seq_per_s", unit: "/s", limit: "pebble_sync_writes_per_s", ratio: "http_create_seq_x_sync_write", target: "≥ 2,000/s"},
 	{key: "http_create_seq_p50_ms", unit: "ms", target: "< 1 ms"},
 	{key: "http_create_c64_per_s", unit: "/s", limit: "http_limit_signed_per_s", ratio: "http_create_c64_x_http_limit", target: "≥ 10,000/s"},
