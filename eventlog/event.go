@@ -2,7 +2,6 @@ package eventlog
 
 import (
 	"encoding/json"
-	"regexp"
 	"time"
 )
 
@@ -16,12 +15,33 @@ const GenesisPrevHash = "0000000000000000000000000000000000000000000000000000000
 // TypeGenesis is the type of the first event of every chain.
 const TypeGenesis = "node.genesis"
 
-// typePattern keeps event types to dot notation over a small alphabet, which also
-// means a type never needs escaping in JSON.
-var typePattern = regexp.MustCompile(`^[a-z0-9_]+(\.[a-z0-9_]+)+$`)
+// ValidType reports whether s is a well-formed event type such as
+// "mission.created": at most 128 bytes, and two or more segments of a-z, 0-9
+// and _ joined by dots. The small alphabet also means a type never needs
+// escaping in JSON.
+func ValidType(s string) bool { return len(s) <= 128 && dotted(s, 2) }
 
-// ValidType reports whether s is a well-formed event type such as "mission.created".
-func ValidType(s string) bool { return len(s) <= 128 && typePattern.MatchString(s) }
+// dotted reports whether s is at least min non-empty segments of a-z, 0-9 and
+// _ joined by dots: what the regular expression ^[a-z0-9_]+(\.[a-z0-9_]+)+$
+// matches for min 2, and with * for min 1, at a fraction of its cost (the
+// sequencer checks every draft's type; FuzzDotted holds the two equal).
+func dotted(s string, min int) bool {
+	segments, n := 1, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '.':
+			if n == 0 {
+				return false
+			}
+			segments, n = segments+1, 0
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '_':
+			n++
+		default:
+			return false
+		}
+	}
+	return n > 0 && segments >= min
+}
 
 // Draft is an event before the log gives it a place in the chain.
 type Draft struct {

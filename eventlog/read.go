@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -123,12 +122,10 @@ type Query struct {
 // ValidTypeFilter reports whether s is a usable Query.Type.
 func ValidTypeFilter(s string) bool {
 	if p, ok := strings.CutSuffix(s, ".*"); ok {
-		return typeFilterPrefix.MatchString(p)
+		return dotted(p, 1)
 	}
 	return ValidType(s)
 }
-
-var typeFilterPrefix = regexp.MustCompile(`^[a-z0-9_]+(\.[a-z0-9_]+)*$`)
 
 // Query returns up to q.Limit matching events, decoded, oldest first, and the
 // number of all matches; see QueryRaw, which it is built on. Serving code uses
