@@ -30,7 +30,7 @@ type ModelReader interface {
 	Get(key []byte) (value []byte, ok bool, err error)
 }
 
-// modelEntry is a model write not yet durable: nil value means deleted.
+// modelEntry is a model write not yet in Pebble: nil value means deleted.
 type modelEntry struct {
 	value   []byte
 	deleted bool
@@ -51,14 +51,17 @@ type modelWrite struct {
 }
 
 // modelSpace is one model key space (0x07 or 0x08): its prefix and the writes
-// folded on the sequencer that are not durable yet. Decisions read through the
-// overlay, so a command sees every decision before it; queries read the
-// database alone, so they see durable state only.
+// folded on the sequencer that are not in Pebble yet. Decisions read through
+// the overlay, then Pebble, so a command sees every decision before it;
+// queries read a durable snapshot (durablesnap.go), so they see durable state
+// only.
 //
-// Below the overlay sits a cache of durable values, present or absent, bounded
-// in bytes (Options.ModelCacheSize). It is write-through: every value a commit
-// makes durable enters it, so the keys decisions and folds read again and
-// again (a counter, the slug a publisher names, the mission being claimed)
+// Below the overlay sits a cache of the values in Pebble, present or absent,
+// bounded in bytes (Options.ModelCacheSize). It is write-through: every value
+// the committer applies enters it (before its fsync, as Pebble itself shows it
+// to the sequencer then; a failed fsync fails every group after it, so no
+// decision made on such a value is acknowledged), so the keys decisions and
+// folds read again and again (a counter, the slug a publisher names, the mission being claimed)
 // are answered from memory once touched, without a Pebble read. A lookup of an
 // absent key in Pebble must ask every level that could hold it, so a key read
 // and found absent is cached too.
@@ -68,7 +71,7 @@ type modelSpace struct {
 
 	mu      sync.RWMutex
 	overlay map[string]modelEntry
-	cache   map[string]modelEntry // durable values; seq unused
+	cache   map[string]modelEntry // values in Pebble; seq unused
 	// cacheBytes is what cache holds (cachedSize); cacheMax bounds it.
 	cacheBytes, cacheMax int64
 	// settled counts settle calls, so that a value read from Pebble is cached
@@ -216,7 +219,7 @@ func (s *modelSpace) apply(b batchWriter, writes []modelWrite) {
 	}
 }
 
-// settle drops from the overlay what writes put there, now that it is durable,
+// settle drops from the overlay what writes put there, now that it is in Pebble,
 // unless a later event has written the key again, and writes the values
 // through to the cache. A deletion only updates a key already cached: the
 // folds delete index entries, which they never read.
