@@ -63,9 +63,8 @@ type modelWrite struct {
 // decision made on such a value is acknowledged), so the keys decisions and
 // folds read again and again (a counter, the slug a publisher names, the
 // mission being claimed) are answered from memory once touched, without a
-// Pebble read. A lookup of an
-// absent key in Pebble must ask every level that could hold it, so a key read
-// and found absent is cached too.
+// Pebble read. A lookup of an absent key in Pebble must ask every level that
+// could hold it, so a key read and found absent is cached too.
 type modelSpace struct {
 	db     *pebble.DB
 	prefix byte
