@@ -208,9 +208,10 @@ func (p *pending) write(b batchWriter) {
 
 // runSequencer decides and chains requests in arrival order into the current
 // group, handing each event to the signing workers at once, and passes the group
-// to the committer when the committer is free. While the committer waits on an
-// fsync, every request that arrives joins the next group, so the group grows with
-// the load and one fsync covers it all.
+// to the committer when the committer is free. While the committer waits for a
+// group's signatures, or for the syncer to take the group before (commit.go),
+// every request that arrives joins the next group, so the group grows with the
+// load and one fsync covers it all.
 //
 // A free committer would otherwise take a group of one: when the callers of a
 // large group are released together, the first to return would get an fsync of
