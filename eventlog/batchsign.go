@@ -28,6 +28,7 @@ type batchSigner struct {
 	prefix [32]byte            // SHA-512(seed)[32:], which makes r deterministic
 	pub    [ed25519.PublicKeySize]byte
 	h      hash.Hash // SHA-512, reset for each use
+	sum    [sha512.Size]byte
 
 	// Scratch, one entry a message of the batch; a batchSigner is used by
 	// one goroutine at a time.
@@ -60,17 +61,10 @@ func (b *batchSigner) sign(msgs [][]byte, sigs [][ed25519.SignatureSize]byte) {
 		return
 	}
 	b.grow(n)
-	var h [sha512.Size]byte
 	var R edwards25519.Point
 	for i, m := range msgs {
 		// r = SHA-512(prefix ‖ M) mod ℓ; R = r·B, kept projective.
-		d := b.h
-		d.Reset()
-		d.Write(b.prefix[:])
-		d.Write(m)
-		if _, err := b.r[i].SetUniformBytes(d.Sum(h[:0])); err != nil {
-			panic(err) // cannot fail: it fails only on an input that is not 64 bytes
-		}
+		b.hashToScalar(&b.r[i], b.prefix[:], m, nil)
 		R.ScalarBaseMult(&b.r[i])
 		X, Y, Z, _ := R.ExtendedCoordinates()
 		b.x[i].Set(X)
@@ -100,16 +94,20 @@ func (b *batchSigner) sign(msgs [][]byte, sigs [][ed25519.SignatureSize]byte) {
 		copy(sig[:32], y.Bytes())
 		sig[31] |= byte(x.IsNegative() << 7)
 		// k = SHA-512(R ‖ A ‖ M) mod ℓ; S = k·s + r.
-		d := b.h
-		d.Reset()
-		d.Write(sig[:32])
-		d.Write(b.pub[:])
-		d.Write(msgs[i])
-		if _, err := k.SetUniformBytes(d.Sum(h[:0])); err != nil {
-			panic(err) // as above
-		}
+		b.hashToScalar(&k, sig[:32], b.pub[:], msgs[i])
 		S.MultiplyAdd(&k, &b.s, &b.r[i])
 		copy(sig[32:], S.Bytes())
+	}
+}
+
+// hashToScalar sets dst to SHA-512(p1 ‖ p2 ‖ p3) mod ℓ.
+func (b *batchSigner) hashToScalar(dst *edwards25519.Scalar, p1, p2, p3 []byte) {
+	b.h.Reset()
+	b.h.Write(p1)
+	b.h.Write(p2)
+	b.h.Write(p3)
+	if _, err := dst.SetUniformBytes(b.h.Sum(b.sum[:0])); err != nil {
+		panic(err) // cannot fail: it fails only on an input that is not the 64 bytes SHA-512 gives
 	}
 }
 

@@ -97,7 +97,7 @@ func (l *Log) apply(a *appliedGroup) error {
 	l.commitMu.Lock()
 	defer l.commitMu.Unlock()
 	a.start = time.Now()
-	if err := withFatal(func() error { return l.db.ApplyNoSyncWait(b, &pebble.WriteOptions{Sync: true}) }); err != nil {
+	if err := withFatal(func() error { return l.db.ApplyNoSyncWait(b, pebble.Sync) }); err != nil {
 		// Not applied, so there is no fsync to wait for.
 		if l.onGroup != nil {
 			l.onGroup(GroupCommit{Events: len(g.pending), Duration: time.Since(a.start), Err: err})
