@@ -201,7 +201,6 @@ func (p *pending) signedWith(sig []byte) {
 func (p *pending) write(b batchWriter) {
 	seq := appendU64(nil, p.ev.Seq)
 	b.Set(eventKey(p.ev.Seq), p.ev.raw, nil)
-	b.Set(idKey(p.id), seq, nil)
 	b.Set(typeKey(p.ev.Type, p.ev.Seq), appendU64(nil, p.ordinal), nil)
 	b.Set(timeKey(p.micros), seq, nil)
 }

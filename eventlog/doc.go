@@ -30,7 +30,7 @@
 // One Pebble database; the first byte of a key names its space and every integer is
 // big-endian, so iteration order is numeric order.
 //
-//	0x00 <name>                      meta: "schema" (the layout version),
+//	0x00 <name>                      meta: "schema" (the layout version, "2"),
 //	                                 "models" (which model space is live),
 //	                                 "verified" (where the last full Verify
 //	                                 ended, {"seq","id","verified_at"} as JSON;
@@ -39,7 +39,9 @@
 //	                                 a mirror, "seal" (the origin's newest
 //	                                 seal, JSON; mirror.go)
 //	0x01 <seq u64>                   event, stored form above
-//	0x02 <id 32 bytes>               seq u64 (id → seq)
+//	0x02                             retired: schema 1's id → seq index,
+//	                                 deleted when Open moves a store to
+//	                                 schema 2 (schema.go)
 //	0x03 <type> 0x00 <seq u64>       ordinal u64 of this event among events of its type
 //	0x04 <timestamp µs u64>          seq u64 (timestamps are unique, so this is a seek
 //	                                 target for since=)

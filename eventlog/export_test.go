@@ -13,8 +13,8 @@ import (
 // PebbleCandidates are the changes to Pebble's options that
 // BenchmarkPebbleOptions compares with the log's own (pebbleopts.go), by
 // name. "base" changes nothing; each other sets its values outright, so
-// "mem32+l0x4" puts back the memtable (32 MiB) and L0 threshold (4
-// sublevels) the log had before the values pebbleopts.go now sets.
+// "mem32" puts back the memtable (32 MiB) the log had before the value
+// pebbleopts.go now sets, and "l0x8" the L0 threshold of schema 1.
 var PebbleCandidates = map[string]func(*pebble.Options){
 	"base": func(*pebble.Options) {},
 	// The memtable: fewer, larger flushes the larger it is.
@@ -94,20 +94,24 @@ func StoreMetrics(l *Log) StoreFigures {
 }
 
 // ProbeReads prices reads on the store as it stands: the median of n point
-// reads of ids the log does not hold (the existence check of a new id) and
-// of n scans of 50 events from a random seq (a since-query's page), each
-// through every level and L0 sublevel the store has at that moment.
+// reads of model keys the log does not hold (a fold's or a command's
+// existence check: a free slug, say) and of n scans of 50 events from a
+// random seq (a since-query's page), each through every level and L0
+// sublevel the store has at that moment.
 func ProbeReads(l *Log, n int) (get, scan time.Duration, err error) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	tip := l.Tip().Seq
 	gets, scans := make([]time.Duration, n), make([]time.Duration, n)
 	for i := range n {
-		var id [32]byte
-		for k := range id {
-			id[k] = byte(rng.Uint32())
+		absent := []byte{spaceModelsA, 'p', 'r', 'o', 'b', 'e', '/'}
+		if sp := l.liveModels(); sp != nil {
+			absent[0] = sp.prefix
+		}
+		for range 16 {
+			absent = append(absent, byte(rng.Uint32()))
 		}
 		start := time.Now()
-		_, closer, err := l.db.Get(idKey(id))
+		_, closer, err := l.db.Get(absent)
 		gets[i] = time.Since(start)
 		if err == nil {
 			closer.Close()

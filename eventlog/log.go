@@ -3,7 +3,6 @@ package eventlog
 import (
 	"crypto/ed25519"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -329,14 +328,8 @@ func (l *Log) Close() error {
 // was changed after it was written, and one that cannot be read sits in a
 // damaged block.
 func (l *Log) load(tailCheck int) error {
-	if v, closer, err := l.db.Get(metaSchemaKey); err == nil {
-		ver := string(v)
-		closer.Close()
-		if ver != schemaVersion {
-			return fmt.Errorf("open event log: schema version %q, want %q", ver, schemaVersion)
-		}
-	} else if !errors.Is(err, pebble.ErrNotFound) {
-		return fmt.Errorf("read schema version: %w", l.readFault(err))
+	if err := l.checkSchema(); err != nil {
+		return err
 	}
 	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: []byte{spaceEvent}, UpperBound: []byte{spaceEvent + 1}})
 	if err != nil {
@@ -420,11 +413,7 @@ func tailFault(seq uint64, err error) error {
 
 // checkIndexes confirms that the index entries written with ev exist.
 func (l *Log) checkIndexes(ev *Event, micros int64) error {
-	var id [32]byte
-	if _, err := hex.Decode(id[:], []byte(ev.ID)); err != nil {
-		return chainErr(ErrCorrupt, ev.Seq, "id %.12s… is not hex", ev.ID)
-	}
-	for _, k := range [][]byte{idKey(id), timeKey(micros), typeKey(ev.Type, ev.Seq)} {
+	for _, k := range [][]byte{timeKey(micros), typeKey(ev.Type, ev.Seq)} {
 		_, closer, err := l.db.Get(k)
 		if errors.Is(err, pebble.ErrNotFound) {
 			return chainErr(ErrCorrupt, ev.Seq, "index entry %x is missing", k[0])

@@ -37,10 +37,11 @@ var (
 // that the candidates alternate on a shared machine. It logs a table of the
 // medians and reports them, per candidate, as metrics. It takes many
 // minutes, so it runs only when -pebble.configs names the candidates; the
-// log's options against its earlier memtable and L0 threshold:
+// log's options against schema 1's L0 threshold, over a million creates on
+// a million-event store:
 //
-//	go test ./eventlog -run '^$' -bench PebbleOptions -benchtime 1x -timeout 60m \
-//	    -pebble.configs base,mem32+l0x4 -pebble.prefill 300000 -pebble.appends 150000 -pebble.rounds 3
+//	go test ./eventlog -run '^$' -bench PebbleOptions -benchtime 1x -timeout 90m \
+//	    -pebble.configs base,l0x8 -pebble.prefill 1000000 -pebble.appends 1000000 -pebble.rounds 1
 //
 // creates/s is the rate over the round; cpu_µs/create the process's user
 // and system CPU (signing, folds, commit and Pebble's background work) per

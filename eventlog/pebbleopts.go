@@ -10,27 +10,27 @@ import (
 // event; it costs at most two memtables of RSS (MemTableStopWritesThreshold).
 // 64 MiB rather than 32: alone it cut the compaction owed per mission create
 // (bytes compacted plus the growth of Pebble's debt) to 0.69× at 300k
-// missions; with L0's threshold below, to 0.57×, with CPU per create 0.90×
-// and creates/s 1.10× (docs/benchmarks.md, "The write path: Pebble's
-// options", round seven).
+// missions; with L0's threshold at 8 sublevels (schema 1's), to 0.57×, with
+// CPU per create 0.90× and creates/s 1.10× (docs/benchmarks.md, "The write
+// path: Pebble's options", round seven).
 const memTableSize = 64 << 20
 
 // pebbleOptions are the Pebble options the log opens its store with; Open
 // adds the logger, the file system and the event listener. Each setting
 // beyond Pebble's defaults is here because it was measured to help this
-// load, a stream of small batches of mostly ascending keys plus the random
-// id index (docs/benchmarks.md, "The write path: Pebble's options").
+// load, a stream of small batches of keys that ascend where each key space
+// and index ends (docs/benchmarks.md, "The write path: Pebble's options").
+//
+// L0 is compacted into Lbase at Pebble's default, 4 sublevels. Schema 1
+// set 8: its id index put a random key in every group commit, so every
+// flush overlapped all of Lbase and gathering more per compaction cut the
+// rewrites. Without that index (schema.go) the flushes hold only keys
+// that ascend where each space ends, and 8 sublevels let L0 pile up
+// instead: over a million creates on a million-event store the debt
+// Pebble owed grew to 3 GB at 8 and stayed near 100 MiB at 4, for the
+// same CPU per create (docs/benchmarks.md, "The write path, round six").
 func pebbleOptions(cache *pebble.Cache) *pebble.Options {
 	o := &pebble.Options{MemTableSize: memTableSize, Cache: cache}
-	// Let L0 gather 8 sublevels (Pebble's default is 4) before it is
-	// compacted into Lbase. Every group commit writes a random key (the id
-	// index), so each flush overlaps all of Lbase, and an L0 compaction
-	// rewrites the Lbase files it overlaps however little new data it
-	// brings: gathering more per compaction cut the compactions to a third
-	// (the figures above). Not more: 16 owed no fewer bytes than 8, and at
-	// its deepest L0 made a Get of an absent id 2.6× and a 50-event scan 1.8×
-	// slower than the old options did. Writes stall at 24 sublevels, not 12.
-	o.L0CompactionThreshold, o.L0StopWritesThreshold = 8, 24
 	// Bloom filters make a lookup of an absent key (a new mission id, a free
 	// slug) cheap: the folds and the commands make several per write, and
 	// without filters each one reads a block of every sstable it could be in.
