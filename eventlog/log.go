@@ -215,6 +215,9 @@ func Open(opts Options) (*Log, error) {
 	}
 	// Before Open: a compaction may meet a damaged block as soon as the DB is up.
 	popts.EventListener = &pebble.EventListener{DataCorruption: l.sawCorruption}
+	pace := newPacer(backgroundPace) // pacedfs.go
+	popts.FS = pace.fs(fs)
+	pace.listen(popts.EventListener)
 	db, err := pebble.Open(dir, popts)
 	if err != nil {
 		return nil, fmt.Errorf("open pebble: %w", storeFault(err))
