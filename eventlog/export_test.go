@@ -102,11 +102,12 @@ func ProbeReads(l *Log, n int) (get, scan time.Duration, err error) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	tip := l.Tip().Seq
 	gets, scans := make([]time.Duration, n), make([]time.Duration, n)
+	space := spaceModelsA
+	if sp := l.liveModels(); sp != nil {
+		space = sp.prefix
+	}
 	for i := range n {
-		absent := []byte{spaceModelsA, 'p', 'r', 'o', 'b', 'e', '/'}
-		if sp := l.liveModels(); sp != nil {
-			absent[0] = sp.prefix
-		}
+		absent := []byte{space, 'p', 'r', 'o', 'b', 'e', '/'}
 		for range 16 {
 			absent = append(absent, byte(rng.Uint32()))
 		}

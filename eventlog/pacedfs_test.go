@@ -87,24 +87,47 @@ func TestPacerStandsAsideInAWriteStall(t *testing.T) {
 	}
 }
 
+// categoryFS records the categories Pebble creates its files with.
+type categoryFS struct {
+	vfs.FS
+	seen map[vfs.DiskWriteCategory]bool
+}
+
+func (fs categoryFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	fs.seen[category] = true
+	return fs.FS.Create(name, category)
+}
+
 // TestPacedStoreRoundTrips: a log whose store is paced flushes and compacts
-// as any other; what it wrote reads back after a reopen.
+// as any other, and what it wrote reads back after a reopen. Pebble names
+// its flush and compaction outputs with the categories the pacer looks for
+// (a Pebble that renamed them would leave every file unpaced).
 func TestPacedStoreRoundTrips(t *testing.T) {
 	dir, key := t.TempDir(), seedKey(t, vectorSeed)
-	l, err := Open(Options{Dir: dir, Key: key})
+	fs := categoryFS{FS: vfs.Default, seen: map[vfs.DiskWriteCategory]bool{}}
+	l, err := Open(Options{Dir: dir, Key: key, FS: fs})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Two flushes whose files overlap (the tree's size key is in both), so
+	// that the compaction merges them rather than moving one file down.
 	for i := 2; i <= 200; i++ {
 		mustAppend(t, l, draft("test.numbered", "n", i))
-	}
-	if err := l.db.Flush(); err != nil {
-		t.Fatal(err)
+		if i == 100 || i == 200 {
+			if err := l.db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	if err := l.db.Compact(t.Context(), []byte{spaceEvent}, []byte{0xff}, true); err != nil {
 		t.Fatal(err)
 	}
 	l.Close()
+	for _, c := range []vfs.DiskWriteCategory{categoryFlush, categoryCompaction} {
+		if !fs.seen[c] {
+			t.Errorf("Pebble created no file of category %q; it created %v", c, fs.seen)
+		}
+	}
 	l, err = Open(Options{Dir: dir, Key: key})
 	if err != nil {
 		t.Fatal(err)
