@@ -106,6 +106,8 @@ type Log struct {
 	maxGroup    int
 	// modelCache is Options.ModelCacheSize.
 	modelCache int64
+	// stalls counts Pebble's write stalls for StoreStats.
+	stalls stallClock
 
 	// The pipeline: Append → reqs → sequencer → groups → committer.
 	reqs    chan *request
@@ -218,6 +220,7 @@ func Open(opts Options) (*Log, error) {
 	pace := newPacer(backgroundPace) // pacedfs.go
 	popts.FS = pace.fs(fs)
 	pace.listen(popts.EventListener)
+	l.stalls.listen(popts.EventListener) // storestats.go
 	db, err := pebble.Open(dir, popts)
 	if err != nil {
 		return nil, fmt.Errorf("open pebble: %w", storeFault(err))

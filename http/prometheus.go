@@ -189,6 +189,10 @@ type serverCollector struct {
 	budgetUsed, budgetSize, budgetRefused   *prometheus.Desc
 	skipped                                 *prometheus.Desc
 	leafUp, leafSince                       *prometheus.Desc
+	// The store's upkeep (eventlog.StoreStats).
+	storeDisk, storeDebt, storeScore, storeL0    *prometheus.Desc
+	storeFlushes, storeCompactions, storeCompSec *prometheus.Desc
+	storeStalls, storeStallSec                   *prometheus.Desc
 }
 
 func newServerCollector(s *Server) *serverCollector {
@@ -209,6 +213,21 @@ func newServerCollector(s *Server) *serverCollector {
 			"When the leaf link last went up or down (Unix time); the node's start while it has never been up.", []string{"remote"}, nil),
 		budgetRefused: prometheus.NewDesc("civnode_http_response_budget_refusals_total",
 			"Reads answered 503 busy because the response budget could not admit them in time.", nil, nil),
+		storeDisk: prometheus.NewDesc("civnode_store_disk_bytes",
+			"Space the event log's store takes on disk: sstables, write-ahead logs and manifests.", nil, nil),
+		storeDebt: prometheus.NewDesc("civnode_store_compaction_debt_bytes",
+			"Pebble's estimate of the bytes compactions would rewrite to bring the store to a stable shape, counting all of L0 as compacted into the level below; it grows with the store and is not a backlog.", nil, nil),
+		storeScore: prometheus.NewDesc("civnode_store_compaction_score",
+			"The highest of the store's level compaction scores: at 1 or more a level is waiting for a compaction; staying over 1 means compactions do not keep up.", nil, nil),
+		storeL0: prometheus.NewDesc("civnode_store_l0_sublevels",
+			"Depth of the store's level 0; Pebble compacts it at 4 and stalls writes at 12.", nil, nil),
+		storeFlushes:     prometheus.NewDesc("civnode_store_flushes_total", "Memtable flushes since the node started.", nil, nil),
+		storeCompactions: prometheus.NewDesc("civnode_store_compactions_total", "Compactions since the node started.", nil, nil),
+		storeCompSec:     prometheus.NewDesc("civnode_store_compaction_seconds_total", "Time the compactions since the node started took.", nil, nil),
+		storeStalls: prometheus.NewDesc("civnode_store_write_stalls_total",
+			"Times the store held writes back for its flushes or level 0 to catch up, since the node started.", nil, nil),
+		storeStallSec: prometheus.NewDesc("civnode_store_write_stall_seconds_total",
+			"Time writes were held back by the store, the stall under way included.", nil, nil),
 		skipped: prometheus.NewDesc("civnode_read_model_skipped_events_total",
 			"Events a read model could not apply, by model; 0 on a chain civnode's commands wrote, anything else is a bug.",
 			[]string{"model"}, nil),
@@ -218,6 +237,9 @@ func newServerCollector(s *Server) *serverCollector {
 func (c *serverCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.tip
 	ch <- c.healthy
+	for _, d := range c.storeDescs() {
+		ch <- d
+	}
 	if c.s.budget != nil {
 		ch <- c.budgetUsed
 		ch <- c.budgetSize
@@ -242,6 +264,7 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 		healthy = 0
 	}
 	ch <- prometheus.MustNewConstMetric(c.healthy, prometheus.GaugeValue, healthy)
+	c.collectStore(ch)
 	if b := c.s.budget; b != nil {
 		ch <- prometheus.MustNewConstMetric(c.budgetUsed, prometheus.GaugeValue, float64(b.inUse.Load()))
 		ch <- prometheus.MustNewConstMetric(c.budgetSize, prometheus.GaugeValue, float64(b.size))
@@ -273,6 +296,35 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.skipped, prometheus.CounterValue, float64(skipped[m.Name]), m.Name)
 		}
 	}
+}
+
+func (c *serverCollector) storeDescs() []*prometheus.Desc {
+	return []*prometheus.Desc{c.storeDisk, c.storeDebt, c.storeScore, c.storeL0, c.storeFlushes, c.storeCompactions, c.storeCompSec, c.storeStalls, c.storeStallSec}
+}
+
+// collectStore reports the store's upkeep, read from Pebble at scrape time.
+func (c *serverCollector) collectStore(ch chan<- prometheus.Metric) {
+	st, err := c.s.log.StoreStats()
+	if err != nil {
+		// The log is closed: the node is stopping.
+		for _, d := range c.storeDescs() {
+			ch <- prometheus.NewInvalidMetric(d, err)
+		}
+		return
+	}
+	gauge := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
+	counter := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+	}
+	gauge(c.storeDisk, float64(st.DiskBytes))
+	gauge(c.storeDebt, float64(st.CompactionDebtBytes))
+	gauge(c.storeScore, st.CompactionScore)
+	gauge(c.storeL0, float64(st.L0Sublevels))
+	counter(c.storeFlushes, float64(st.Flushes))
+	counter(c.storeCompactions, float64(st.Compactions))
+	counter(c.storeCompSec, st.CompactionTime.Seconds())
+	counter(c.storeStalls, float64(st.WriteStalls))
+	counter(c.storeStallSec, st.WriteStallTime.Seconds())
 }
 
 // registerServer adds the server's own collector to its metrics. A Metrics

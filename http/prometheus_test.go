@@ -119,6 +119,33 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 	if got := sample(t, fams, "civnode_eventlog_healthy", nil).GetGauge().GetValue(); got != 1 {
 		t.Errorf("healthy %v, want 1", got)
 	}
+	// The store's upkeep, read from Pebble at the scrape: what the log's
+	// StoreStats says, as gauges and counters.
+	st, err := n.log.StoreStats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sample(t, fams, "civnode_store_disk_bytes", nil).GetGauge().GetValue(); got <= 0 {
+		t.Errorf("store_disk_bytes %v, want the store's files", got)
+	}
+	for name, want := range map[string]float64{
+		"civnode_store_l0_sublevels":       float64(st.L0Sublevels),
+		"civnode_store_flushes_total":      float64(st.Flushes),
+		"civnode_store_compactions_total":  float64(st.Compactions),
+		"civnode_store_write_stalls_total": float64(st.WriteStalls),
+	} {
+		m := sample(t, fams, name, nil)
+		got := m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		if got != want {
+			t.Errorf("%s %v, want %v (StoreStats)", name, got, want)
+		}
+	}
+	sample(t, fams, "civnode_store_compaction_debt_bytes", nil)
+	if got := sample(t, fams, "civnode_store_compaction_score", nil).GetGauge().GetValue(); got != st.CompactionScore {
+		t.Errorf("store_compaction_score %v, want %v (StoreStats)", got, st.CompactionScore)
+	}
+	sample(t, fams, "civnode_store_compaction_seconds_total", nil)
+	sample(t, fams, "civnode_store_write_stall_seconds_total", nil)
 
 	const reqs = "civnode_http_request_duration_seconds"
 	if got := sample(t, fams, reqs, map[string]string{"method": "POST", "route": "/v1/civilization/bootstrap-identity", "status": "200"}).GetHistogram().GetSampleCount(); got != 2 {
