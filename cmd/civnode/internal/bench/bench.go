@@ -256,8 +256,17 @@ func (b *harness) appendRate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open event log: %w", err)
 	}
+	// The payload is encoded as the node's commands encode a mission.created
+	// (commands/mission_draft.go): eventlog.Canonicalize, on the caller's
+	// goroutine, inside the timed call. Handed the struct, Append would
+	// encode it with encoding/json and parse that again, a path no create
+	// takes.
 	op := func(ctx context.Context, w int) (int, error) {
-		_, err := l.Append(ctx, eventlog.Draft{Type: events.TypeMissionCreated, Payload: createdPayload(w)})
+		payload, err := eventlog.Canonicalize(createdPayload(w))
+		if err != nil {
+			return 0, err
+		}
+		_, err = l.Append(ctx, eventlog.Draft{Type: events.TypeMissionCreated, Payload: payload})
 		return 1, err
 	}
 	res, err := runLoad(ctx, writers, b.cfg.Duration, 0, op, nil)
