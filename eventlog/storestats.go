@@ -26,8 +26,9 @@ type StoreStats struct {
 	// keep up.
 	CompactionScore float64
 	// L0Sublevels is the depth of level 0, the files a read may have to look
-	// in there. Pebble compacts L0 at 4 and stalls writes at 12
-	// (pebbleopts.go); a level that stays deep is compaction falling behind.
+	// in there. Pebble compacts L0 from 4 sublevels and stalls writes at 12,
+	// its defaults (pebbleopts.go); a level 0 that stays deep is compaction
+	// falling behind.
 	L0Sublevels int
 	// Flushes and Compactions count the memtable flushes and the compactions
 	// since the store was opened; CompactionTime is the compactions' time.

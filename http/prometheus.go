@@ -180,7 +180,8 @@ func knownMethod(method string) string {
 }
 
 // serverCollector reports what the server and its log know at scrape time:
-// the tip, health, the stream's clients and the read models' skipped events.
+// the tip, health, the store's upkeep, the stream's clients and the read
+// models' skipped events.
 // Reading them then costs nothing between scrapes.
 type serverCollector struct {
 	s *Server
