@@ -217,10 +217,8 @@ func Open(opts Options) (*Log, error) {
 	}
 	// Before Open: a compaction may meet a damaged block as soon as the DB is up.
 	popts.EventListener = &pebble.EventListener{DataCorruption: l.sawCorruption}
-	pace := newPacer(backgroundPace) // pacedfs.go
-	popts.FS = pace.fs(fs)
-	pace.listen(popts.EventListener)
-	l.stalls.listen(popts.EventListener) // storestats.go
+	l.stalls.listen(popts.EventListener)                  // storestats.go
+	popts.FS = newPacer(backgroundPace, &l.stalls).fs(fs) // pacedfs.go
 	db, err := pebble.Open(dir, popts)
 	if err != nil {
 		return nil, fmt.Errorf("open pebble: %w", storeFault(err))

@@ -1,10 +1,8 @@
 package eventlog
 
 import (
-	"sync/atomic"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -22,11 +20,12 @@ import (
 // as long as the job computed since its last write: the job runs at most
 // 1/(1+k) of the time, so it takes as much CPU in all, spread over a longer
 // time. The write-ahead log and every other file are not paced. Nor is
-// anything while Pebble stalls writes (pebble.EventListener.WriteStallBegin):
-// then the flush or compaction is what the writers wait for.
+// anything while Pebble stalls writes (the log's stallClock, which counts
+// them for StoreStats, says when): then the flush or compaction is what the
+// writers wait for.
 type pacer struct {
-	k       float64
-	stalled atomic.Bool
+	k      float64
+	stalls *stallClock
 	// sleep is time.Sleep; tests record the pauses instead.
 	sleep func(time.Duration)
 }
@@ -40,16 +39,12 @@ const backgroundPace = 1.0
 // however coarse the runtime's sleeps are.
 const minPause = 2 * time.Millisecond
 
-func newPacer(k float64) *pacer { return &pacer{k: k, sleep: time.Sleep} }
+func newPacer(k float64, stalls *stallClock) *pacer {
+	return &pacer{k: k, stalls: stalls, sleep: time.Sleep}
+}
 
 // fs wraps inner.
 func (p *pacer) fs(inner vfs.FS) vfs.FS { return pacedFS{FS: inner, p: p} }
-
-// listen makes the pacer stand aside while Pebble stalls writes.
-func (p *pacer) listen(el *pebble.EventListener) {
-	el.WriteStallBegin = func(pebble.WriteStallBeginInfo) { p.stalled.Store(true) }
-	el.WriteStallEnd = func() { p.stalled.Store(false) }
-}
 
 // pacedFS is a vfs.FS whose flush and compaction outputs are paced.
 type pacedFS struct {
@@ -83,7 +78,7 @@ type pacedFile struct {
 
 func (f *pacedFile) Write(b []byte) (int, error) {
 	switch {
-	case f.p.stalled.Load():
+	case f.p.stalls.stalled():
 		f.owe = 0
 	case !f.last.IsZero():
 		f.owe += time.Duration(float64(time.Since(f.last)) * f.p.k)

@@ -10,7 +10,7 @@ import (
 
 // recordingPacer is a pacer whose pauses are recorded, not slept.
 func recordingPacer(k float64) (*pacer, *[]time.Duration) {
-	p := newPacer(k)
+	p := newPacer(k, &stallClock{})
 	var pauses []time.Duration
 	p.sleep = func(d time.Duration) { pauses = append(pauses, d) }
 	return p, &pauses
@@ -66,7 +66,7 @@ func TestPacedFlushAndCompactionOutputs(t *testing.T) {
 func TestPacerStandsAsideInAWriteStall(t *testing.T) {
 	p, pauses := recordingPacer(1)
 	el := &pebble.EventListener{}
-	p.listen(el)
+	p.stalls.listen(el)
 	f, err := p.fs(vfs.NewMem()).Create("000001.sst", categoryCompaction)
 	if err != nil {
 		t.Fatal(err)

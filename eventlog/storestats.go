@@ -64,6 +64,7 @@ func (l *Log) StoreStats() (StoreStats, error) {
 	}, nil
 }
 
+// maxScore is the highest of the levels' compaction scores.
 func maxScore(m *pebble.Metrics) float64 {
 	var top float64
 	for _, lv := range m.Levels {
@@ -73,7 +74,8 @@ func maxScore(m *pebble.Metrics) float64 {
 }
 
 // stallClock counts Pebble's write stalls and adds up their time, from the
-// store's event listener.
+// store's event listener, and tells the pacer (pacedfs.go) while one is under
+// way.
 type stallClock struct {
 	count atomic.Int64
 	done  atomic.Int64 // nanoseconds of the stalls that have ended
@@ -81,28 +83,24 @@ type stallClock struct {
 	now   func() time.Time
 }
 
-// listen adds the clock to el's write-stall callbacks, keeping those el has.
+// listen makes the clock el's write-stall callbacks.
 func (c *stallClock) listen(el *pebble.EventListener) {
 	if c.now == nil {
 		c.now = time.Now
 	}
-	begin, end := el.WriteStallBegin, el.WriteStallEnd
-	el.WriteStallBegin = func(info pebble.WriteStallBeginInfo) {
+	el.WriteStallBegin = func(pebble.WriteStallBeginInfo) {
 		c.count.Add(1)
 		c.began.Store(c.now().UnixNano())
-		if begin != nil {
-			begin(info)
-		}
 	}
 	el.WriteStallEnd = func() {
 		if b := c.began.Swap(0); b != 0 {
 			c.done.Add(c.now().UnixNano() - b)
 		}
-		if end != nil {
-			end()
-		}
 	}
 }
+
+// stalled reports a stall under way.
+func (c *stallClock) stalled() bool { return c.began.Load() != 0 }
 
 // total is the stalls so far and their time, the one under way included.
 func (c *stallClock) total() (int64, time.Duration) {

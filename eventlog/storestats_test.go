@@ -65,27 +65,26 @@ func TestStoreStatsFollowTheStore(t *testing.T) {
 }
 
 // TestStallClockCountsStalls: the clock counts each stall and its time, the
-// one under way included, and keeps the callbacks the listener had (the
-// pacer's, which must still stand aside in a stall).
+// one under way included, and tells the pacer, which must stand aside in a
+// stall.
 func TestStallClockCountsStalls(t *testing.T) {
 	now := time.Unix(1000, 0)
 	c := &stallClock{now: func() time.Time { return now }}
-	p := newPacer(1)
+	p := newPacer(1, c)
 	el := &pebble.EventListener{}
-	p.listen(el)
 	c.listen(el)
 
 	el.WriteStallBegin(pebble.WriteStallBeginInfo{Reason: "L0 file count limit exceeded"})
-	if !p.stalled.Load() {
-		t.Fatal("the pacer's stall callback was lost")
+	if !p.stalls.stalled() {
+		t.Fatal("the pacer does not see the stall")
 	}
 	now = now.Add(300 * time.Millisecond)
 	if n, d := c.total(); n != 1 || d != 300*time.Millisecond {
 		t.Fatalf("during the first stall: %d stalls, %v; want 1, 300ms", n, d)
 	}
 	el.WriteStallEnd()
-	if p.stalled.Load() {
-		t.Fatal("the pacer's stall-end callback was lost")
+	if p.stalls.stalled() {
+		t.Fatal("the pacer does not see the stall's end")
 	}
 	now = now.Add(time.Second) // not stalled: no time counts
 	el.WriteStallBegin(pebble.WriteStallBeginInfo{Reason: "memtable count limit reached"})
