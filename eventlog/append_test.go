@@ -1,12 +1,20 @@
 package eventlog
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gowebpki/jcs"
 )
 
 // TestConcurrentAppends: many goroutines appending at once produce one gap-free,
@@ -262,5 +270,53 @@ func TestCanonicalDraft(t *testing.T) {
 	}
 	if _, err := Canonicalize([]int{1}); !errors.Is(err, ErrInvalidDraft) {
 		t.Fatalf("array payload: err = %v", err)
+	}
+}
+
+// TestSignedBytes: an appended event and the same event read back give U, the
+// bytes its id hashes and its signature signs, which is the event's JCS without
+// id and signature; an event built by hand has none.
+func TestSignedBytes(t *testing.T) {
+	l := openMem(t, Options{})
+	evs, err := l.Append(context.Background(), draft("test.signed", "note", "zürich ✓", "n", 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err := l.Event(evs[0].Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ev := range map[string]*Event{"appended": &evs[0], "read": read} {
+		u := ev.SignedBytes()
+		if u == nil {
+			t.Fatalf("%s: no signed bytes", name)
+		}
+		if id := sha256.Sum256(u); hex.EncodeToString(id[:]) != ev.ID {
+			t.Errorf("%s: sha256(U) is not the id %s", name, ev.ID)
+		}
+		sig, err := base64.StdEncoding.DecodeString(ev.Signature)
+		if err != nil || !ed25519.Verify(l.PublicKey(), u, sig) {
+			t.Errorf("%s: the signature does not verify over U (%v)", name, err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(ev.Raw(), &m); err != nil {
+			t.Fatal(err)
+		}
+		delete(m, "id")
+		delete(m, "signature")
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := jcs.Transform(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(u, want) {
+			t.Errorf("%s: U is\n%s\nwant the JCS of the event without id and signature\n%s", name, u, want)
+		}
+	}
+	if u := (&Event{ID: evs[0].ID, Payload: evs[0].Payload}).SignedBytes(); u != nil {
+		t.Errorf("an event built by hand gave signed bytes %q", u)
 	}
 }

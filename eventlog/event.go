@@ -91,6 +91,17 @@ func (e *Event) Folded() any { return e.folded }
 // modify it.
 func (e *Event) Raw() []byte { return e.raw }
 
+// SignedBytes returns U, the bytes the event's signature signs and its id
+// hashes (doc.go), or nil for an event with no stored form (one built by hand
+// rather than appended or read).
+func (e *Event) SignedBytes() []byte {
+	u, ok := signedFromStored(e.raw)
+	if !ok {
+		return nil
+	}
+	return u
+}
+
 // MarshalJSON returns the stored form, so an event is served byte for byte as it
 // was signed.
 func (e Event) MarshalJSON() ([]byte, error) {

@@ -204,11 +204,16 @@ func Run(ctx context.Context, cfg Config) (res *Results, err error) {
 	return b.res, nil
 }
 
-// signAndSyncLimits measures, idle, the Ed25519 sign and verify rates and the
-// latency of one synced Pebble write: the limits every phase is read against.
+// signAndSyncLimits measures, idle, the Ed25519 sign and verify rates over an
+// event the node signs and the latency of one synced Pebble write: the limits
+// every phase is read against.
 func (b *harness) signAndSyncLimits() error {
 	b.log.Info("bench: reference limits (idle)")
-	sign, signCores, verify := edRates()
+	msg, err := eventMessage(b.quiet)
+	if err != nil {
+		return fmt.Errorf("an event to sign: %w", err)
+	}
+	sign, signCores, verify := edRates(msg)
 	b.res.set("sign_per_s", sign)
 	b.res.set("sign_cores_per_s", signCores)
 	b.res.set("verify_per_s", verify)

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/eventlog/events"
 	"github.com/civnode/civnode/internal/opsrate"
 )
 
@@ -26,19 +26,44 @@ import (
 // load, so that every figure of the node is read beside what this machine can
 // do at best in the same run (docs/benchmarks.md).
 
-// edRates is the Ed25519 sign rate over an event-sized message (300 bytes) on
-// one core and on every core at once (GOMAXPROCS goroutines), and the
-// single-core verify rate, each the median of seven bursts so that one
-// preempted burst on a shared machine does not set the figure.
-func edRates() (sign, signCores, verify float64) {
+// edRates is the Ed25519 sign rate over msg on one core and on every core at
+// once (GOMAXPROCS goroutines), and the single-core verify rate, each the
+// median of seven bursts so that one preempted burst on a shared machine does
+// not set the figure.
+func edRates(msg []byte) (sign, signCores, verify float64) {
 	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)) // any key signs at the same rate
-	msg := bytes.Repeat([]byte("x"), 300)
 	sig := ed25519.Sign(key, msg)
 	pub := key.Public().(ed25519.PublicKey)
 	sign = opsrate.Median(func() { ed25519.Sign(key, msg) })
 	signCores = opsrate.MedianParallel(runtime.GOMAXPROCS(0), func() { ed25519.Sign(key, msg) })
 	verify = opsrate.Median(func() { ed25519.Verify(pub, msg, sig) })
 	return sign, signCores, verify
+}
+
+// eventMessage returns the bytes the node signs for one event of the append
+// phase (its U, 800-odd bytes): a mission.created appended to a throwaway
+// log in memory. The signing limit is measured over them because Ed25519
+// hashes the whole message twice, so a shorter stand-in would sign faster
+// than any event can be signed and overstate the limit.
+func eventMessage(logger *slog.Logger) ([]byte, error) {
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	l, err := eventlog.Open(eventlog.Options{InMemory: true, Key: key, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	payload, err := eventlog.Canonicalize(createdPayload(0))
+	if err != nil {
+		return nil, err
+	}
+	evs, err := l.Append(context.Background(), eventlog.Draft{Type: events.TypeMissionCreated, Payload: payload})
+	if err != nil {
+		return nil, err
+	}
+	return evs[0].SignedBytes(), nil
 }
 
 // syncWriteMillis is the median latency of one lone synced Pebble write in a
