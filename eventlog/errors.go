@@ -39,6 +39,9 @@ var (
 	// ErrWrongKey means the node key given to Open is not the key the chain was
 	// created with.
 	ErrWrongKey = errors.New("eventlog: wrong node key")
+	// ErrTreeSize means a tree size from outside the node is beyond
+	// MaxTreeSize (treesize.go).
+	ErrTreeSize = errors.New("eventlog: tree size out of range")
 )
 
 // ChainError names the first event at fault, or the range of events that could

@@ -151,7 +151,8 @@ func OpenCheckpoint(signed []byte, did string, pub ed25519.PublicKey) (TreeHead,
 }
 
 // ParseCheckpointText reads a checkpoint body (origin, size, base64 root, and
-// optional extension lines) whose origin must be origin.
+// optional extension lines) whose origin must be origin. A size beyond
+// MaxTreeSize is refused with ErrTreeSize.
 func ParseCheckpointText(text, origin string) (TreeHead, error) {
 	lines := strings.Split(text, "\n")
 	if len(lines) < 4 || lines[len(lines)-1] != "" {
@@ -163,6 +164,9 @@ func ParseCheckpointText(text, origin string) (TreeHead, error) {
 	size, err := strconv.ParseInt(lines[1], 10, 64)
 	if err != nil || size < 0 || strconv.FormatInt(size, 10) != lines[1] {
 		return TreeHead{}, fmt.Errorf("tree size %q is not a decimal number", lines[1])
+	}
+	if err := CheckTreeSize(size); err != nil {
+		return TreeHead{}, err
 	}
 	root, err := base64.StdEncoding.Strict().DecodeString(lines[2])
 	if err != nil || len(root) != 32 {
