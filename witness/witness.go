@@ -147,13 +147,19 @@ type Cosigned struct {
 	Origin   string
 	TreeSize int64
 	Line     string // "— <name> <base64>\n", the answer's body
+	// Again is a checkpoint of the very tree the witness held already (same
+	// size, same root): it is signed anew, as C2SP allows, but nothing is
+	// written, so replaying it costs the witness no fsync and leaves no
+	// trace to record.
+	Again bool
 }
 
 // AddCheckpoint handles one add-checkpoint request body: "old <size>", the
 // consistency proof from that size (one base64 hash a line), an empty line,
 // the checkpoint note. It cosigns the checkpoint only if it is the log's,
 // extends (or equals) the tree last cosigned, and the new state is durable;
-// a refusal is a *RequestError.
+// a refusal is a *RequestError. The tree it holds already is cosigned again
+// without writing anything (Cosigned.Again).
 func (w *Witness) AddCheckpoint(body []byte) (Cosigned, error) {
 	old, proof, signed, err := parseRequest(body)
 	if err != nil {
@@ -168,6 +174,9 @@ func (w *Witness) AddCheckpoint(body []byte) (Cosigned, error) {
 	if err != nil {
 		return Cosigned{}, refuse(http.StatusForbidden, "the checkpoint is not signed by the log's key %s: %v", k.vkey, err)
 	}
+	// ParseCheckpointText refuses a size beyond eventlog.MaxTreeSize here,
+	// before the lock: tlog's proof check loops for ever on sizes above 2^62
+	// and would hold every log's requests behind it.
 	head, err := eventlog.ParseCheckpointText(n.Text, origin)
 	if err != nil {
 		return Cosigned{}, refuse(http.StatusBadRequest, "the checkpoint: %v", err)
@@ -207,6 +216,12 @@ func (w *Witness) AddCheckpoint(body []byte) (Cosigned, error) {
 	if err != nil {
 		return Cosigned{}, err
 	}
+	raw := make([]byte, 4, 4+len(sig))
+	binary.BigEndian.PutUint32(raw, w.signer.KeyHash())
+	line := "— " + w.signer.Name() + " " + base64.StdEncoding.EncodeToString(append(raw, sig...)) + "\n"
+	if known && head.Size == held.TreeSize && head.Root == heldRoot {
+		return Cosigned{Origin: origin, TreeSize: head.Size, Line: line, Again: true}, nil
+	}
 	next := LogState{TreeSize: head.Size, RootHash: b64(head.Root),
 		CosignedAt: time.Unix(int64(binary.BigEndian.Uint64(sig)), 0).UTC().Format(time.RFC3339)}
 	logs := make(map[string]LogState, len(w.state.Logs)+1)
@@ -220,9 +235,6 @@ func (w *Witness) AddCheckpoint(body []byte) (Cosigned, error) {
 		return Cosigned{}, fmt.Errorf("persist the witness state: %w", err)
 	}
 	w.state.Logs = logs
-	raw := make([]byte, 4, 4+len(sig))
-	binary.BigEndian.PutUint32(raw, w.signer.KeyHash())
-	line := "— " + w.signer.Name() + " " + base64.StdEncoding.EncodeToString(append(raw, sig...)) + "\n"
 	return Cosigned{Origin: origin, TreeSize: head.Size, Line: line}, nil
 }
 
@@ -236,6 +248,11 @@ func parseRequest(body []byte) (old int64, proof tlog.TreeProof, signed []byte, 
 	old, err = strconv.ParseInt(sizeText, 10, 64)
 	if err != nil || old < 0 || strconv.FormatInt(old, 10) != sizeText {
 		return 0, nil, nil, refuse(http.StatusBadRequest, "old size %q is not a decimal number", sizeText)
+	}
+	// Bounded like the checkpoint's size, so that no size from a request
+	// reaches a tlog call unchecked.
+	if err := eventlog.CheckTreeSize(old); err != nil {
+		return 0, nil, nil, refuse(http.StatusBadRequest, "old size: %v", err)
 	}
 	for {
 		var line []byte
