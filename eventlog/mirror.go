@@ -55,7 +55,8 @@ func (l *Log) Seal() (Seal, error) {
 	return l.exportSeal(time.Time{})
 }
 
-// ParseSeal reads a seal as JSON, refusing unknown fields and trailing data.
+// ParseSeal reads a seal as JSON, refusing unknown fields, trailing data and
+// an event_count beyond MaxTreeSize (ErrTreeSize).
 func ParseSeal(b []byte) (Seal, error) {
 	var s Seal
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -66,14 +67,30 @@ func ParseSeal(b []byte) (Seal, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return Seal{}, errors.New("read the seal: more than one JSON value")
 	}
+	if err := checkSealCount(s); err != nil {
+		return Seal{}, fmt.Errorf("read the seal: %w", err)
+	}
 	return s, nil
 }
 
+// checkSealCount bounds a seal's event_count as every tree size from outside
+// is (MaxTreeSize): it is the size of the tree a mirror then proves against.
+func checkSealCount(s Seal) error {
+	if s.EventCount > uint64(MaxTreeSize) {
+		return fmt.Errorf("%w: the seal's event_count %d is beyond %d", ErrTreeSize, s.EventCount, MaxTreeSize)
+	}
+	return nil
+}
+
 // VerifySeal checks a seal with the key of the node with did and pub: its
-// bundle_signature, its generated_at, and its checkpoint, which must be of
-// event_count events. It returns the checkpoint's tree head. It says nothing
-// of the chain the seal names: StoreSeal holds it to the chain it has.
+// event_count, at most MaxTreeSize (ErrTreeSize), its bundle_signature, its
+// generated_at, and its checkpoint, which must be of event_count events. It
+// returns the checkpoint's tree head. It says nothing of the chain the seal
+// names: StoreSeal holds it to the chain it has.
 func VerifySeal(s Seal, did string, pub ed25519.PublicKey) (TreeHead, error) {
+	if err := checkSealCount(s); err != nil {
+		return TreeHead{}, err
+	}
 	if _, ok := parseTimestamp(s.GeneratedAt); !ok {
 		return TreeHead{}, fmt.Errorf("the seal's generated_at %q is malformed", s.GeneratedAt)
 	}
