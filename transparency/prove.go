@@ -56,6 +56,9 @@ func (p *Proof) Marshal() ([]byte, error) {
 // the current tree when size is 0: the checkpoint with the node's key, the
 // event's id and signature, and the inclusion path to the checkpoint's root.
 func Prove(ctx context.Context, src Source, seq uint64, size int64) (*Proof, error) {
+	if err := eventlog.CheckTreeSize(size); err != nil {
+		return nil, fmt.Errorf("--tree-size: %w", err)
+	}
 	vkey, signed, err := src.Head(ctx)
 	if err != nil {
 		return nil, err
