@@ -103,6 +103,9 @@ const [origin, sizeLine, root64] = text.split("\n");
 if (origin !== name) fail(`the checkpoint's origin is ${origin}, not ${name}`);
 if (!/^[0-9]+$/.test(sizeLine)) fail("the checkpoint's tree size is not a number");
 const size = BigInt(sizeLine);
+// No log holds more than 2^53 − 1 records, the largest size a JSON number
+// carries exactly; civnode and tlogcheck refuse larger ones too.
+if (size > BigInt(Number.MAX_SAFE_INTEGER)) fail(`the checkpoint's tree size ${size} is beyond 2^53 − 1`);
 const root = Buffer.from(root64, "base64");
 if (root.length !== 32) fail("the checkpoint's root is not 32 bytes");
 if (BigInt(p.tree_size) !== size || p.root_hash !== root64) fail("tree_size and root_hash are not the checkpoint's");

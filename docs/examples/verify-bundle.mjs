@@ -42,6 +42,10 @@ const fail = (seq, why) => {
 
 const file = process.argv[2] ?? "-";
 const bundle = JSON.parse(readFileSync(file === "-" ? 0 : file, "utf8"));
+// A JSON number beyond 2^53 − 1 is not read exactly, and no log holds that
+// many events.
+if (!Number.isSafeInteger(bundle.event_count) || bundle.event_count < 0)
+  fail(0, "event_count is not a whole number from 0 to 2^53 − 1");
 const key = keyFromDID(bundle.node_did);
 if (key.export({ format: "der", type: "spki" }).subarray(12).toString("base64") !== bundle.public_key)
   fail(0, "public_key does not match node_did");

@@ -51,7 +51,11 @@ func main() {
 	cosigned := cosignatures(sigLines, text, witnesses)
 	check(len(witnesses) == 0 || cosigned >= *quorum, fmt.Sprintf("not witnessed: %d of %d cosignatures", cosigned, *quorum))
 	origin, size, root64 := "", int64(0), ""
-	fmt.Sscan(text, &origin, &size, &root64) // the checkpoint's body: origin, tree size, root, one per line
+	_, err := fmt.Sscan(text, &origin, &size, &root64) // the checkpoint's body: origin, tree size, root, one per line
+	check(err == nil, "the checkpoint's body is not origin, tree size and root")
+	// tlog's proof checks loop for ever on sizes above 2^62; no log holds
+	// more than 2^53-1 records, where check-inclusion.mjs stops too.
+	check(size >= 0 && size <= 1<<53-1, fmt.Sprintf("the checkpoint's tree size %d is beyond 2^53-1", size))
 	root, err := tlog.ParseHash(root64)
 	id, _ := hex.DecodeString(p.ID)
 	check(err == nil && origin == k[0] && len(id) == 32, "the checkpoint is not a tree of "+k[0])
