@@ -9,6 +9,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/witness"
 )
 
@@ -61,7 +62,9 @@ func (s *Server) handleAddCheckpoint(w http.ResponseWriter, r *http.Request, _ h
 		if refused.Status == http.StatusConflict {
 			writeText(w, http.StatusConflict, "text/x.tlog.size", strconv.FormatInt(refused.Size, 10)+"\n")
 		} else {
-			writeText(w, refused.Status, "text/plain; charset=utf-8", refused.Msg+"\n")
+			// A refusal may repeat what the client sent (an origin line,
+			// a size): bounded as every other error text is.
+			writeText(w, refused.Status, "text/plain; charset=utf-8", commands.CapText(refused.Msg)+"\n")
 		}
 		return nil
 	}
@@ -69,11 +72,15 @@ func (s *Server) handleAddCheckpoint(w http.ResponseWriter, r *http.Request, _ h
 		return err
 	}
 	// The state is durable already; the audit entry records the cosignature
-	// given, under the log's origin as the actor.
-	if _, err := s.log.Audit(context.WithoutCancel(r.Context()), "witness.cosigned", cosigned.Origin, map[string]any{
-		"origin": cosigned.Origin, "tree_size": cosigned.TreeSize,
-	}); err != nil {
-		return err
+	// given, under the log's origin as the actor. A cosignature of the tree
+	// the witness held already records nothing: anyone may replay a public
+	// checkpoint, and the entry it first made says all there is.
+	if !cosigned.Again {
+		if _, err := s.log.Audit(context.WithoutCancel(r.Context()), "witness.cosigned", cosigned.Origin, map[string]any{
+			"origin": cosigned.Origin, "tree_size": cosigned.TreeSize,
+		}); err != nil {
+			return err
+		}
 	}
 	s.metrics.observeCosignature()
 	writeText(w, http.StatusOK, "text/plain; charset=utf-8", cosigned.Line)
