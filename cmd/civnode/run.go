@@ -23,13 +23,16 @@ type Main struct {
 	// from one not set (serve's CIVNODE_* variables); nil: Getenv, where
 	// empty means unset.
 	LookupEnv func(string) (string, bool)
+	// Environ lists the environment as NAME=value, for serve to name a
+	// CIVNODE_ variable it does not know; nil: it looks for none.
+	Environ func() []string
 	// HomeDir locates ~ for the default data dir.
 	HomeDir func() (string, error)
 }
 
 // NewMain returns a Main wired to the process's standard streams and environment.
 func NewMain() *Main {
-	return &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, LookupEnv: os.LookupEnv, HomeDir: os.UserHomeDir}
+	return &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, LookupEnv: os.LookupEnv, Environ: os.Environ, HomeDir: os.UserHomeDir}
 }
 
 // Run parses args (without the program name) and runs one subcommand until it
