@@ -27,7 +27,7 @@ func newRegistryDevCommand(m *Main, g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ln, err := net.Listen("tcp", addr)
+			ln, err := net.Listen("tcp", loopbackUnlessNamed(addr))
 			if err != nil {
 				return fmt.Errorf("listen: %w", err)
 			}
@@ -58,6 +58,19 @@ func newRegistryDevCommand(m *Main, g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7790", "listen address HOST:PORT")
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:7790", "listen address HOST:PORT; with no HOST (:PORT) it is 127.0.0.1, loopback (0.0.0.0:PORT: every interface)")
 	return cmd
+}
+
+// loopbackUnlessNamed is addr with an empty host made 127.0.0.1. The
+// stand-in serves any node that signs and approves every OAuth request, so it
+// is for this machine: it listens beyond loopback only on a host named for
+// that, never because the host was left out, which net.Listen takes for
+// every interface.
+func loopbackUnlessNamed(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host != "" {
+		return addr // net.Listen reports a malformed one
+	}
+	return net.JoinHostPort("127.0.0.1", port)
 }
