@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -130,6 +131,32 @@ func (v *CosignatureVerifier) Verify(msg, sig []byte) bool {
 	}
 	t := binary.BigEndian.Uint64(sig)
 	return ed25519.Verify(v.pub, cosignedMessage(t, msg), sig[8:])
+}
+
+// CosignatureWindow is how far from the node's clock, either way, a
+// witness's cosignature may be dated for the node, as a log, to keep it. A
+// witness signs as it answers, so its time is the node's within the skew of
+// two clocks. One dated at 0, or years ahead, attests no moment at all, and
+// observers that check a cosignature's age (transparency check --max-age)
+// refuse it. An hour tolerates a badly set clock and still leaves such a
+// cosignature fresh for those observers.
+const CosignatureWindow = time.Hour
+
+// checkCosignatureTime refuses the time of sig (the timestamp and the Ed25519
+// signature of a cosignature/v1) when it is further than CosignatureWindow
+// from now.
+func checkCosignatureTime(sig []byte, now time.Time) error {
+	t := binary.BigEndian.Uint64(sig)
+	n, w := now.Unix(), int64(CosignatureWindow/time.Second)
+	if t <= math.MaxInt64 && int64(t) >= n-w && int64(t) <= n+w {
+		return nil
+	}
+	dated := fmt.Sprintf("time %d", t)
+	if t < 1<<37 { // before the year 6000: a readable date
+		dated = time.Unix(int64(t), 0).UTC().Format(time.RFC3339)
+	}
+	return fmt.Errorf("%w: the witness dated its cosignature %s, more than %v from this node's clock (%s)",
+		ErrCosignatureTime, dated, CosignatureWindow, now.UTC().Format(time.RFC3339))
 }
 
 // CosignatureTime is the time a cosignature line's signature was made, read

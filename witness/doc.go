@@ -31,5 +31,11 @@
 // from the size the witness holds (learning that size from a 409), backs off
 // on failure, and records each cosignature in a state file beside the tree
 // (not in the chain: an event would grow the tree it attests). The newest
-// checkpoint with a quorum of cosignatures is the witnessed checkpoint.
+// checkpoint with a quorum of cosignatures is the witnessed checkpoint; every
+// valid cosignature of it that arrives later is merged into it, so an observer
+// that trusts any one of its cosigners can check it. A cosignature dated
+// further than CosignatureWindow from the node's clock (ErrCosignatureTime),
+// a redirect to another scheme, host or port (ErrRedirect) and a 409 naming a
+// size beyond the tree (ErrHeldSize) are that witness failing, retried after
+// the back-off like any failure.
 package witness

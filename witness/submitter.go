@@ -50,13 +50,18 @@ type SubmitterOptions struct {
 	StatePath string
 	// Interval is the least time between two submissions to one witness.
 	Interval time.Duration
-	// Client sends the requests; nil is a client of its own.
+	// Client sends the requests; nil is a client of its own. Either way the
+	// submitter follows redirects only on a witness's own scheme, host and
+	// port (a copy of Client with its CheckRedirect replaced).
 	Client *http.Client
 	Logger *slog.Logger
-	// OnWitnessed is called, outside any lock, with each newer witnessed
-	// checkpoint.
+	// OnWitnessed is called, outside any lock, each time the witnessed
+	// checkpoint changes: a newer one, or the same one with a cosignature
+	// more.
 	OnWitnessed func(treeSize int64, note []byte)
-	Now         func() time.Time
+	// Now is the node's clock, which a cosignature's time must be within
+	// CosignatureWindow of; nil is time.Now.
+	Now func() time.Time
 }
 
 // Submitter submits the node's checkpoints to its witnesses and keeps their
@@ -68,14 +73,6 @@ type Submitter struct {
 	witnesses []*remoteState
 	witnessed *Witnessed
 	pending   map[int64]*pendingCheckpoint
-}
-
-// Witnessed is the newest checkpoint with a quorum of cosignatures: the log's
-// note with the cosignature lines appended.
-type Witnessed struct {
-	TreeSize   int64    `json:"tree_size"`
-	Checkpoint string   `json:"checkpoint"`
-	Cosigners  []string `json:"cosigners"`
 }
 
 // Status is one witness's line in GET /v1/transparency.
@@ -125,6 +122,7 @@ func NewSubmitter(opts SubmitterOptions) (*Submitter, error) {
 	if opts.Client == nil {
 		opts.Client = &http.Client{Timeout: requestTimeout}
 	}
+	opts.Client = withRedirectRule(opts.Client)
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -161,7 +159,31 @@ func NewSubmitter(opts SubmitterOptions) (*Submitter, error) {
 		}
 		s.witnesses = append(s.witnesses, rs)
 	}
+	s.mergeStored(st.Witnesses)
 	return s, nil
+}
+
+// mergeStored adds to the witnessed checkpoint the stored cosignatures of
+// that checkpoint it lacks, each verified again, so that a state file kept
+// when later cosignatures were dropped serves them all. Their time is not
+// checked again: it was when they arrived, and they only age since.
+func (s *Submitter) mergeStored(stored map[string]storedCosigned) {
+	if s.witnessed == nil {
+		return
+	}
+	for _, rs := range s.witnesses {
+		c, ok := stored[rs.remote.VerifierKey]
+		if !ok || c.CosignedSize != s.witnessed.TreeSize || c.Cosignature == "" {
+			continue
+		}
+		line, _, err := findCosignature(rs.remote, []byte(s.witnessed.Checkpoint), []byte(c.Cosignature))
+		if err != nil {
+			continue
+		}
+		if w, changed := s.witnessed.with(rs.remote, line); changed {
+			s.witnessed = w
+		}
+	}
 }
 
 // ReadWitnessed reads the witnessed checkpoint kept in a Submitter's state
@@ -284,6 +306,11 @@ func (s *Submitter) submit(ctx context.Context, rs *remoteState) (int64, error) 
 			return head.Size, s.record(rs, head.Size, signed, line)
 		}
 		var conflict *conflictError
+		if errors.As(err, &conflict) && held > head.Size {
+			// Not kept as the size the witness holds: the next attempt,
+			// after the back-off, asks the witness again.
+			return 0, s.fail(rs, "conflict", fmt.Errorf("%w: 409: the witness holds a tree of %d events, larger than this node's %d", ErrHeldSize, held, head.Size))
+		}
 		if errors.As(err, &conflict) && attempt == 0 {
 			s.count(rs, "conflict")
 			old = held
@@ -351,12 +378,21 @@ func (s *Submitter) post(ctx context.Context, r Remote, old int64, head eventlog
 	}
 	switch {
 	case resp.StatusCode == http.StatusOK:
-		line, err := findCosignature(r, signed, b)
-		return line, 0, err
+		line, sig, err := findCosignature(r, signed, b)
+		if err != nil {
+			return "", 0, err
+		}
+		if err := checkCosignatureTime(sig, s.opts.Now()); err != nil {
+			return "", 0, err
+		}
+		return line, 0, nil
 	case resp.StatusCode == http.StatusConflict && isSizeBody(resp.Header.Get("Content-Type")):
 		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		if err != nil || n < 0 {
+		if err != nil {
 			return "", 0, fmt.Errorf("409 with a size that is not a number: %q", snippet(b))
+		}
+		if err := eventlog.CheckTreeSize(n); err != nil {
+			return "", 0, fmt.Errorf("%w: 409: %w", ErrHeldSize, err)
 		}
 		return "", n, &conflictError{size: n}
 	case resp.StatusCode >= 400 && resp.StatusCode < 500:
@@ -372,11 +408,12 @@ func isSizeBody(contentType string) bool {
 }
 
 // findCosignature picks the witness's cosignature/v1 line from an answer and
-// verifies it over the checkpoint body.
-func findCosignature(r Remote, signed, answer []byte) (string, error) {
+// verifies it over the checkpoint body; it returns the line and its
+// signature after the key hash (the timestamp and the Ed25519 signature).
+func findCosignature(r Remote, signed, answer []byte) (string, []byte, error) {
 	i := bytes.Index(signed, []byte("\n\n"))
 	if i < 0 {
-		return "", errors.New("the node's own checkpoint is not a note")
+		return "", nil, errors.New("the node's own checkpoint is not a note")
 	}
 	text := signed[:i+1]
 	for _, line := range strings.SplitAfter(string(answer), "\n") {
@@ -385,11 +422,11 @@ func findCosignature(r Remote, signed, answer []byte) (string, error) {
 			continue
 		}
 		if !r.verifier.Verify(text, sig[4:]) {
-			return "", errors.New("the witness answered a cosignature that does not verify with its key")
+			return "", nil, errors.New("the witness answered a cosignature that does not verify with its key")
 		}
-		return strings.TrimSuffix(line, "\n") + "\n", nil
+		return strings.TrimSuffix(line, "\n") + "\n", sig[4:], nil
 	}
-	return "", fmt.Errorf("the answer has no cosignature by %s: %q", r.Name(), snippet(answer))
+	return "", nil, fmt.Errorf("the answer has no cosignature by %s: %q", r.Name(), snippet(answer))
 }
 
 // parseSignatureLine reads "— <name> <base64>" (one signed-note signature line).
@@ -442,8 +479,17 @@ func (s *Submitter) record(rs *remoteState, size int64, signed []byte, line stri
 	rs.status.CosignedSize = size
 	rs.status.CosignedAt = s.opts.Now().UTC().Format(time.RFC3339)
 	s.addPending(size, signed, rs.remote.VerifierKey, line)
-	var newer *Witnessed
-	if p := s.pending[size]; len(p.lines) >= s.opts.Quorum && (s.witnessed == nil || size > s.witnessed.TreeSize) {
+	var changed *Witnessed
+	p := s.pending[size]
+	switch {
+	case s.witnessed != nil && size == s.witnessed.TreeSize && s.witnessed.sameTree(signed):
+		// A cosignature of the witnessed checkpoint after its quorum: an
+		// observer may trust this witness alone, so the served note carries
+		// every cosignature gathered for it.
+		if w, ok := s.witnessed.with(rs.remote, line); ok {
+			s.witnessed, changed = w, w
+		}
+	case len(p.lines) >= s.opts.Quorum && (s.witnessed == nil || size >= s.witnessed.TreeSize):
 		w := &Witnessed{TreeSize: size, Checkpoint: string(p.note), Cosigners: []string{}}
 		for _, other := range s.witnesses {
 			if l, ok := p.lines[other.remote.VerifierKey]; ok {
@@ -451,7 +497,7 @@ func (s *Submitter) record(rs *remoteState, size int64, signed []byte, line stri
 				w.Cosigners = append(w.Cosigners, other.remote.Name())
 			}
 		}
-		s.witnessed, newer = w, w
+		s.witnessed, changed = w, w
 		for n := range s.pending {
 			if n < size {
 				delete(s.pending, n)
@@ -474,8 +520,8 @@ func (s *Submitter) record(rs *remoteState, size int64, signed []byte, line stri
 	if err != nil {
 		return s.fail(rs, "error", fmt.Errorf("keep the cosignature: %w", err))
 	}
-	if newer != nil && s.opts.OnWitnessed != nil {
-		s.opts.OnWitnessed(newer.TreeSize, []byte(newer.Checkpoint))
+	if changed != nil && s.opts.OnWitnessed != nil {
+		s.opts.OnWitnessed(changed.TreeSize, []byte(changed.Checkpoint))
 	}
 	return nil
 }

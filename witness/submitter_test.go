@@ -17,7 +17,14 @@ import (
 // serveWitness is a minimal C2SP tlog-witness endpoint over w.
 func serveWitness(t *testing.T, w *Witness) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(witnessHandler(w))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// witnessHandler answers add-checkpoint requests with w, at any path.
+func witnessHandler(w *Witness) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		c, err := w.AddCheckpoint(body)
 		var re *RequestError
@@ -33,9 +40,7 @@ func serveWitness(t *testing.T, w *Witness) *httptest.Server {
 		default:
 			io.WriteString(rw, c.Line)
 		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	})
 }
 
 // TestSubmitterGathersAQuorum runs a submitter against two witnesses, one of
