@@ -418,3 +418,45 @@ func TestAbsurdHeldSize(t *testing.T) {
 		})
 	}
 }
+
+// TestWitnessedReplacesOwnLine: a witness's newer cosignature of the
+// witnessed checkpoint takes the place of its older one (one line a key, the
+// freshest for observers that check a cosignature's age); the same line
+// again changes nothing.
+func TestWitnessedReplacesOwnLine(t *testing.T) {
+	dir := t.TempDir()
+	lg := newMemLog(t, 1)
+	lg.append(t, "a", 2)
+	clock := time.Date(2026, 11, 26, 14, 0, 0, 0, time.UTC)
+	w1 := namedWitness(t, dir, "first.example/w1", 11, func() time.Time { return clock }, lg.vkey)
+	w2 := namedWitness(t, dir, "second.example/w2", 12, nil, lg.vkey)
+	_, signed, err := lg.TreeCheckpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	older, err := w1.AddCheckpoint(lg.request(t, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := w2.AddCheckpoint(lg.request(t, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(time.Minute)
+	newer, err := w1.AddCheckpoint(lg.request(t, 2))
+	if err != nil || !newer.Again || newer.Line == older.Line {
+		t.Fatalf("the second cosignature: %+v, %v", newer, err)
+	}
+	r1 := remoteOf(t, w1.VerifierKey(), "http://127.0.0.1:1")
+	w := &Witnessed{TreeSize: 2, Checkpoint: string(signed) + older.Line + other.Line, Cosigners: []string{w1.Name(), w2.Name()}}
+	got, changed := w.with(r1, newer.Line)
+	if !changed || got.Checkpoint != string(signed)+newer.Line+other.Line || fmt.Sprint(got.Cosigners) != fmt.Sprint(w.Cosigners) {
+		t.Fatalf("with the newer line: %v %+v", changed, got)
+	}
+	if w.Checkpoint != string(signed)+older.Line+other.Line {
+		t.Fatal("with changed the checkpoint it was called on")
+	}
+	if again, changed := got.with(r1, newer.Line); changed || again != got {
+		t.Fatalf("the same line again: %v %+v", changed, again)
+	}
+}
