@@ -13,7 +13,9 @@ type Backup struct {
 	Root string
 	// Tree is the Merkle tree head of the copy and Checkpoint its signed
 	// checkpoint, so that an operator can tell an observer which history the
-	// copy holds.
+	// copy holds. On a mirror they are the origin's newest checkpoint the
+	// copy holds, which may be of fewer events than Tip: a mirror stores the
+	// origin's events before the seal that covers them.
 	Tree       TreeHead
 	Checkpoint []byte
 }
@@ -37,10 +39,26 @@ func (l *Log) Backup(dir string) (Backup, error) {
 		return Backup{}, fmt.Errorf("%w: %w", ErrFailed, err)
 	}
 	tip := l.Tip()
+	// A mirror's seal, read while no group commits, is of at most tip.Seq
+	// events (StoreSeal takes none beyond the tip).
+	var seal *Seal
+	if l.ReadOnly() {
+		if seal = l.storedSeal.Load(); seal == nil {
+			l.commitMu.Unlock()
+			return Backup{}, fmt.Errorf("%w: the mirror holds no checkpoint of the origin yet; let a mirror run complete first", ErrNotFound)
+		}
+	}
 	err := l.db.Checkpoint(dir, pebble.WithFlushedWAL())
 	l.commitMu.Unlock()
 	if err != nil {
 		return Backup{}, fmt.Errorf("back up the store to %s: %w", dir, err)
+	}
+	if seal != nil {
+		head, err := OpenCheckpoint([]byte(seal.Checkpoint), l.did, l.pub)
+		if err != nil {
+			return Backup{}, fmt.Errorf("the mirror's stored checkpoint: %w", err)
+		}
+		return Backup{Tip: tip, Root: l.RootHash(), Tree: head, Checkpoint: []byte(seal.Checkpoint)}, nil
 	}
 	head, note, err := l.TreeCheckpointAt(int64(tip.Seq))
 	if err != nil {

@@ -13,7 +13,8 @@ import (
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 )
 
-// backupCmd is civnode backup: a consistent copy of a node's data dir.
+// backupCmd is civnode backup: a consistent copy of a node's data dir, or a
+// mirror's.
 type backupCmd struct{ owner }
 
 func newBackupCommand(m *Main, g *globals) *cobra.Command {
@@ -57,7 +58,16 @@ func (c *backupCmd) run(ctx context.Context, dest string) (err error) {
 	if err != nil {
 		return fmt.Errorf("back up %s to %s: %w", dir, dest, err)
 	}
-	fmt.Fprintf(m.Stdout, "backed up %s to %s\nnode      %s\ntip       seq %d, %s\ntree      size %d, root %s\n",
-		dir, dest, man.NodeDID, man.TipSeq, man.TipID, man.TreeSize, man.TreeRoot)
+	fmt.Fprintf(m.Stdout, "backed up %s to %s\n%s%s\ntip       seq %d, %s\ntree      size %d, root %s\n",
+		dir, dest, chainLabel(dir), man.NodeDID, man.TipSeq, man.TipID, man.TreeSize, man.TreeRoot)
 	return nil
+}
+
+// chainLabel heads the line that names whose chain dir holds, in the
+// column of backup's and restore's reports: a mirror holds its origin's.
+func chainLabel(dir datadir.Dir) string {
+	if dir.IsMirror() {
+		return "mirror of "
+	}
+	return "node      "
 }

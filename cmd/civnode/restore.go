@@ -77,7 +77,7 @@ func (c *restoreCmd) run(ctx context.Context, src string) (err error) {
 		fmt.Fprintf(m.Stderr, "warning: the copied read models differed from the chain (%d missing, %d extra, %d changed keys); the ones rebuilt from the chain are live\n",
 			diff.Missing, diff.Extra, diff.Changed)
 	}
-	fmt.Fprintf(m.Stdout, "restored %s into %s\nnode      %s\ntip       seq %d, %s\n", src, dir, man.NodeDID, man.TipSeq, man.TipID)
+	fmt.Fprintf(m.Stdout, "restored %s into %s\n%s%s\ntip       seq %d, %s\n", src, dir, chainLabel(dir), man.NodeDID, man.TipSeq, man.TipID)
 	return reportBehind(ctx, m.Stdout, m.Stderr, n.Log, c.published)
 }
 

@@ -16,7 +16,7 @@ import (
 )
 
 // verifyCmd is civnode verify: an export bundle, or a stopped node's chain
-// and store.
+// and store (or a stopped mirror's, with its origin's key).
 type verifyCmd struct {
 	m       *Main
 	g       *globals
@@ -75,8 +75,9 @@ func (c *verifyCmd) bundle(ctx context.Context, path string) error {
 	return err
 }
 
-// store verifies the whole local chain of a stopped node, and reads the
-// rest of its store for damage.
+// store verifies the whole local chain of a stopped node, or of a stopped
+// mirror with the key pinned in origin.vkey, and reads the rest of its store
+// for damage.
 func (c *verifyCmd) store(ctx context.Context, logger *slog.Logger) (err error) {
 	m := c.m
 	dir, err := datadir.Resolve(c.dataDir, m.Getenv, m.HomeDir)
@@ -107,15 +108,46 @@ func (c *verifyCmd) store(ctx context.Context, logger *slog.Logger) (err error) 
 	if err := chain.CheckStore(ctx); err != nil {
 		return m.invalid(err)
 	}
+	mirrored := ""
+	if chain.ReadOnly() {
+		if mirrored, err = checkMirrorCheckpoint(chain); err != nil {
+			return err
+		}
+	}
 	// civnode doctor starts its check of the chain here next time. The chain
 	// is valid whether or not the note is kept, so a failure to keep it is a
 	// warning, not the verify's result.
 	if _, err := chain.RecordVerified(rep, time.Now()); err != nil {
 		logger.Warn("the chain verified, but its checkpoint for civnode doctor was not recorded", "err", err)
 	}
-	_, err = fmt.Fprintf(m.Stdout, "ok: %d events, node %s, root %s, tip %s\n",
-		rep.Events, rep.NodeDID, rep.RootHash, rep.TipHash)
+	_, err = fmt.Fprintf(m.Stdout, "ok: %d events, node %s, root %s, tip %s%s\n",
+		rep.Events, rep.NodeDID, rep.RootHash, rep.TipHash, mirrored)
 	return err
+}
+
+// checkMirrorCheckpoint holds the origin's checkpoint a mirror's log keeps
+// (with its seal, signed by the origin's key, which opening the log checked)
+// to the mirror's own tree, which Verify held to the chain: a chain the
+// origin signed, but not the one its checkpoint commits to, is a fork. It
+// returns what the ok line adds for a mirror.
+func checkMirrorCheckpoint(chain *eventlog.Log) (string, error) {
+	const checked = "; a mirror: every event verifies with the origin's key in origin.vkey"
+	head, _, err := chain.TreeCheckpoint()
+	if errors.Is(err, eventlog.ErrNotFound) {
+		return checked + ", and it holds no checkpoint of the origin yet", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("the origin's checkpoint the mirror holds: %w", err)
+	}
+	root, err := chain.TreeRoot(head.Size)
+	if err != nil {
+		return "", fmt.Errorf("the origin's checkpoint the mirror holds, of %d events: %w", head.Size, err)
+	}
+	if root != head.Root {
+		return "", fmt.Errorf("the origin's checkpoint the mirror holds is of the tree of %d events with root %s, but the mirror's tree of %d events has root %s: the origin signed another history than this chain",
+			head.Size, base64.StdEncoding.EncodeToString(head.Root[:]), head.Size, base64.StdEncoding.EncodeToString(root[:]))
+	}
+	return fmt.Sprintf("%s, as does its checkpoint of tree size %d", checked, head.Size), nil
 }
 
 // invalid reports a chain or bundle that does not verify with one line on

@@ -46,9 +46,11 @@ func (d Dir) CosignaturesPath() string { return filepath.Join(string(d), "cosign
 // chain cannot go on), the owner token, the registry credential, the payment
 // accounts' keys, and the witness state: what the node cosigned as a witness
 // (a witness restored without it could cosign a tree that conflicts with one
-// it cosigned before) and the cosignatures its own checkpoints gathered. The
-// sockets are the running process's, not state.
-var BackupFiles = []string{"node.key", "control.token", "registry.credential", "wallets", "witness.json", "cosignatures.json"}
+// it cosigned before) and the cosignatures its own checkpoints gathered; in a
+// mirror's data dir, which has no node key, the pinned origin key, without
+// which the copy would be no mirror of anyone. The sockets are the running
+// process's, not state.
+var BackupFiles = []string{"node.key", "origin.vkey", "control.token", "registry.credential", "wallets", "witness.json", "cosignatures.json"}
 
 // Help describes the --data-dir flag.
 const Help = "node data directory (default $CIVNODE_DATA_DIR, else ~/.civnode)"

@@ -2,7 +2,6 @@ package doctor
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +31,11 @@ const netTimeout = 5 * time.Second
 // chainFix is what to do about a chain that does not verify or a store that
 // cannot be read (docs/verifying.md §5).
 func (d *checker) chainFix() string {
+	if d.mirror {
+		return "keep " + shellQuote(string(d.dir)) + " as it is for inspection and restore the mirror from a backup " +
+			"into a new data dir (civnode restore BACKUP --data-dir NEW), or mirror the origin again into a new one " +
+			"(civnode mirror --from URL --data-dir NEW; docs/mirrors.md); never delete a file the message names"
+	}
 	return "keep " + shellQuote(string(d.dir)) + " as it is for inspection and restore the data dir from a backup " +
 		"into a new one (civnode restore BACKUP --data-dir NEW), or rebuild it from an export you trust " +
 		"(civnode import BUNDLE --key node.key --data-dir NEW; docs/operations.md); never delete a file the message names"
@@ -46,7 +50,9 @@ func (d *checker) checkStore(ctx context.Context) []Check {
 	switch {
 	case !d.dirExists:
 		return []Check{skipped(chain, "no data dir"), skipped(models, "no data dir")}
-	case d.key == nil:
+	}
+	key, ok := d.chainKey()
+	if !ok {
 		return []Check{skipped(chain, d.keySkip), skipped(models, d.keySkip)}
 	}
 	if fi, err := os.Stat(d.dir.DBPath()); err != nil || !fi.IsDir() {
@@ -67,12 +73,19 @@ func (d *checker) checkStore(ctx context.Context) []Check {
 		}
 		return []Check{problem(chain, statusFail, fmt.Sprintf("open event log in %s: %v", d.dir.DBPath(), err), fix),
 			skipped(models, "the event log does not open")}
+	case did == "" && d.mirror:
+		return []Check{problem(chain, statusFail, d.dir.DBPath()+" holds no chain: the mirror has stored none of the origin's events yet",
+			"run civnode mirror --from URL --data-dir "+shellQuote(string(d.dir))+" (or serve --mirror-of URL) to copy the origin's chain"),
+			skipped(models, "no chain")}
 	case did == "":
 		return []Check{problem(chain, statusFail, d.dir.DBPath()+" holds no chain, not even a genesis event",
 			"restore db/ from a backup; for a new node, remove the empty "+shellQuote(d.dir.DBPath())+" and start civnode serve"),
 			skipped(models, "no chain")}
+	case d.mirror && did != d.origin.DID:
+		return []Check{problem(chain, statusFail, fmt.Sprintf("%s holds the chain of %s, but origin.vkey pins the origin %s", d.dir.DBPath(), did, d.origin.DID),
+			d.originFix()), skipped(models, "the chain is not the pinned origin's")}
 	}
-	l, err := d.dir.OpenLog(d.key, d.logger, eventlog.Options{})
+	l, err := d.dir.OpenChainLog(key, d.logger, eventlog.Options{})
 	if errors.Is(err, datadir.ErrInUse) {
 		d.inUse = true
 		return nil
@@ -206,8 +219,9 @@ func (d *checker) checkModels(l *eventlog.Log) Check {
 // the node runs, in their place in the report.
 func (d *checker) checkRunningNode(ctx context.Context) []Check {
 	node := Check{Name: "node"}
+	_, haveKey := d.chainKey()
 	if !d.inUse {
-		if !d.dirExists || d.key == nil {
+		if !d.dirExists || !haveKey {
 			return []Check{skipped(node, "no node here")}
 		}
 		node.Status, node.Detail = statusOK, "not running; the store is free"
@@ -276,18 +290,25 @@ func (d *checker) checkRunningNode(ctx context.Context) []Check {
 		return append(out, skipped(chain, "GET /v1/state failed"), models,
 			problem(node, statusFail, fmt.Sprintf("running and healthy (reached at %s), but GET /v1/state answers %d", ch.Via(), stStatus), "look for the cause in the node's log"))
 	}
-	if d.key != nil {
-		if want := eventlog.DIDKey(d.key.Public().(ed25519.PublicKey)); state.Identity.NodeDID != want {
-			return append(out, skipped(chain, "the node is not this data dir's"), models,
-				problem(node, statusFail, fmt.Sprintf("the node at %s is %s, but node.key is the key of %s", ch.Via(), state.Identity.NodeDID, want),
-					"restart the node so that it reads node.key again, or restore the node.key it runs with"))
-		}
+	switch want := d.chainDID(); {
+	case want == "" || state.Identity.NodeDID == want:
+	case d.mirror:
+		return append(out, skipped(chain, "the mirror is not of the pinned origin"), models,
+			problem(node, statusFail, fmt.Sprintf("the mirror at %s serves the chain of %s, but origin.vkey pins the origin %s", ch.Via(), state.Identity.NodeDID, want),
+				"restart the mirror so that it reads origin.vkey again, or restore the origin.vkey it runs with"))
+	default:
+		return append(out, skipped(chain, "the node is not this data dir's"), models,
+			problem(node, statusFail, fmt.Sprintf("the node at %s is %s, but node.key is the key of %s", ch.Via(), state.Identity.NodeDID, want),
+				"restart the node so that it reads node.key again, or restore the node.key it runs with"))
 	}
 	chain.Status = statusOK
 	chain.Detail = fmt.Sprintf("checked by the running node when it started (the genesis event and its newest %d events), and no read has met damage since (GET /v1/health ok); tip seq %d %.12s…",
 		serveTailCheck, state.Chain.Seq, state.Chain.TipHash)
 	node.Status = statusOK
 	node.Detail = fmt.Sprintf("running, reached at %s: healthy, takes control.token, node %s", ch.Via(), state.Identity.NodeDID)
+	if d.mirror {
+		node.Detail = fmt.Sprintf("a mirror running, reached at %s: healthy, takes control.token, serves the chain of %s", ch.Via(), state.Identity.NodeDID)
+	}
 	return append(out, chain, models, node)
 }
 

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/transparency"
 )
 
 // The statuses of a doctor check. Only fail changes the exit status: a
@@ -110,7 +111,9 @@ type checker struct {
 
 	dirExists  bool
 	key        ed25519.PrivateKey // nil when node.key cannot be read
-	keySkip    string             // why key is nil, for the checks it skips
+	origin     *transparency.Key  // a mirror's pinned origin key (origin.vkey); nil in a node's dir
+	mirror     bool               // the dir is a mirror's: origin.vkey and no node.key
+	keySkip    string             // why key and origin are nil, for the checks they skip
 	credential string             // registry.credential, trimmed; "" when absent
 	inUse      bool               // another process holds the store: a running node
 }
@@ -121,7 +124,11 @@ func (d *checker) all(ctx context.Context) ([]Check, error) {
 	add := func(cs ...Check) { checks = append(checks, cs...) }
 	add(d.checkDataDir())
 	add(d.checkDB())
-	add(d.checkNodeKey())
+	if d.mirror = d.dirExists && d.dir.IsMirror(); d.mirror {
+		add(d.checkOriginKey())
+	} else {
+		add(d.checkNodeKey())
+	}
 	add(d.checkControlToken())
 	add(d.checkRegistryCredential())
 	add(d.checkWallets()...)

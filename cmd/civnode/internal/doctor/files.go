@@ -134,6 +134,9 @@ func (d *checker) checkControlToken() Check {
 	}
 	path := d.dir.TokenPath()
 	fi, err := os.Stat(path)
+	if m, ok := d.mirrorControlToken(c); ok {
+		return m
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return problem(c, statusFail, path+" is missing",
 			"civnode serve --data-dir "+shellQuote(string(d.dir))+" creates a new owner token at its next start")
@@ -170,6 +173,9 @@ func (d *checker) checkRegistryCredential() Check {
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		c.Status, c.Detail = statusOK, "none (optional): registry requests carry only the node's signature"
+		if d.mirror {
+			c.Detail = "none (a mirror uses no agent registry)"
+		}
 		return c
 	}
 	if err != nil {

@@ -52,6 +52,16 @@ func (d *checker) checkPort(ctx context.Context) Check {
 		return problem(c, statusFail, fmt.Sprintf("cannot listen on %s: %v", d.addr, err), "")
 	}
 	taken := fmt.Sprintf("lsof -nP -iTCP:%s -sTCP:LISTEN shows which process holds it; stop it, or run the node at another address: civnode serve --addr HOST:PORT (and doctor --addr HOST:PORT)", port)
+	if d.mirror {
+		// A mirror holds no key, so nothing can prove that the process at
+		// addr is this mirror; it is sent nothing, and a held port is only
+		// worth knowing.
+		detail := d.addr + " is in use; a mirror holds no key to prove that it is the process there, so doctor cannot tell whether it is this mirror (it was sent nothing)"
+		if d.inUse {
+			detail += "; this mirror runs (see node)"
+		}
+		return problem(c, statusWarn, detail, "nothing to do if this mirror serves at that address; otherwise "+taken)
+	}
 	if d.key == nil {
 		return problem(c, statusFail, d.addr+" is in use, and without node.key doctor cannot tell whether by this data dir's node", taken)
 	}
@@ -112,6 +122,11 @@ func (d *checker) checkPort(ctx context.Context) Check {
 // registry routes (/v1/core/servicenet/…) answer 502 until it is back.
 func (d *checker) checkRegistry(ctx context.Context) Check {
 	c := Check{Name: "registry"}
+	if d.mirror {
+		// serve --mirror-of proxies no registry, whatever --registry-url says.
+		c.Status, c.Detail = statusOK, "not used: serve --mirror-of proxies no agent registry"
+		return c
+	}
 	if d.registryURL == "" {
 		// The operator turned the proxy off; nothing is failing.
 		c.Status, c.Detail = statusOK, `not configured (--registry-url ""): the registry proxy is off, its routes answer 503 registry_not_configured`

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/backup"
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/eventlog"
@@ -182,6 +183,11 @@ func ServeMirror(ctx context.Context, cfg Config, src MirrorSource) (err error) 
 	}
 	opts := cfg.HTTP
 	opts.OwnerToken, opts.Catalog, opts.Logger, opts.Stream, opts.Metrics = token, cfg.Catalog, logger, st, metrics
+	// civnode backup of the running mirror, as of a node (docs/mirrors.md).
+	opts.Snapshot = func(ctx context.Context) (civhttp.Snapshot, error) {
+		snap, err := backup.Take(ctx, node.Log, string(dir), time.Now())
+		return civhttp.Snapshot{Dir: snap.Dir, Backup: snap.Backup}, err
+	}
 	srv := civhttp.New(ServerOptions(node, opts))
 	logger.Info("serving a mirror", "addr", addr, "origin", k.Origin, "from", c.Via(), "data_dir", string(dir), "tip_seq", node.Log.Tip().Seq)
 	if err := cfg.Listening(addr); err != nil {

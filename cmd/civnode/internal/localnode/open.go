@@ -20,12 +20,18 @@ import (
 // hooks serve sets (stream publication, metrics, a progress bar); the zero
 // value has none.
 func Open(ctx context.Context, d datadir.Dir, key ed25519.PrivateKey, cfg core.Config, logger *slog.Logger, hooks Hooks) (*core.Core, error) {
+	return openCore(ctx, d, datadir.ChainKey{Node: key}, cfg, logger, hooks)
+}
+
+// openCore is Open with a node's key or a mirror's origin key.
+func openCore(ctx context.Context, d datadir.Dir, key datadir.ChainKey, cfg core.Config, logger *slog.Logger, hooks Hooks) (*core.Core, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	opts := eventlog.Options{OnRebuild: rebuildLogger(logger), OnCommit: hooks.OnCommit, OnGroupCommit: hooks.OnGroupCommit,
 		OnTreeBuild: treeBuildProgress(logger, hooks.OnTreeBuild), ModelCacheSize: hooks.ModelCache, Ingest: hooks.Ingest}
-	opts.Dir, opts.Key, opts.Logger = d.DBPath(), key, logger
+	opts.Dir, opts.Logger = d.DBPath(), logger
+	key.Apply(&opts)
 	c, err := core.Open(opts, cfg)
 	if err != nil {
 		return nil, d.OpenError(err)
@@ -108,25 +114,26 @@ func progressLogger(logger *slog.Logger, msg string) eventlog.RebuildProgress {
 
 // OpenChain opens the event log of an existing node for a one-shot command
 // (verify --data-dir, export, replay). It creates nothing: a dir without a node
-// key or database is an error rather than a new node.
+// key or database is an error rather than a new node. A mirror's data dir
+// opens with its pinned origin key (datadir.Dir.ExistingChainKey).
 func OpenChain(d datadir.Dir, logger *slog.Logger) (*eventlog.Log, error) {
-	key, err := d.ExistingNodeKey(logger)
+	key, err := d.ExistingChainKey(logger)
 	if err != nil {
 		return nil, err
 	}
-	return d.OpenLog(key, logger, eventlog.Options{OnTreeBuild: treeBuildProgress(logger, nil)})
+	return d.OpenChainLog(key, logger, eventlog.Options{OnTreeBuild: treeBuildProgress(logger, nil)})
 }
 
-// OpenExisting opens an existing node's core for a one-shot command; it
-// creates nothing (see OpenChain).
+// OpenExisting opens an existing node's core, or a mirror's, for a one-shot
+// command; it creates nothing (see OpenChain).
 func OpenExisting(ctx context.Context, d datadir.Dir, logger *slog.Logger) (*core.Core, error) {
-	key, err := d.ExistingNodeKey(logger)
+	key, err := d.ExistingChainKey(logger)
 	if err != nil {
 		return nil, err
 	}
 	// One-shot commands decide nothing that a catalog or the governed subnets
 	// rule; the built-in catalog will do.
-	return Open(ctx, d, key, core.Config{Keys: Keystore(d)}, logger, Hooks{})
+	return openCore(ctx, d, key, core.Config{Keys: Keystore(d)}, logger, Hooks{})
 }
 
 // Keystore keeps the data dir's payment-account keys.
