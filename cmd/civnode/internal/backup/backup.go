@@ -84,10 +84,15 @@ func Write(s Snapshot, dataDir string, secrets []string, dest string, now time.T
 
 // Restore copies the backup in src (its store and secret files, not its
 // manifest) into dest, which must not exist or be empty, and returns the
-// manifest. The caller verifies what it restored before a node starts on it.
+// manifest. A manifest whose checkpoint does not bear out its tree is refused
+// before anything is copied (CheckManifest). The caller verifies what it
+// restored before a node starts on it.
 func Restore(src, dest string, progress Progress) (Manifest, error) {
 	m, err := ReadManifest(src)
 	if err != nil {
+		return Manifest{}, err
+	}
+	if err := CheckManifest(m); err != nil {
 		return Manifest{}, err
 	}
 	if err := emptyTarget(dest); err != nil {

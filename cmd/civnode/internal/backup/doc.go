@@ -17,6 +17,14 @@
 // progress callback (Write). The running node takes the snapshot when asked
 // through its admin API; on a stopped node the CLI takes it.
 //
-// Restore copies a backup into a new, empty data directory. The caller then
-// verifies the chain, the tree and the models before a node may start on it.
+// A mirror's data directory is backed up the same way: origin.vkey takes
+// the node key's place, and the manifest names the origin and the origin's
+// newest checkpoint the mirror holds, which may be of fewer events than its
+// tip.
+//
+// Restore copies a backup into a new, empty data directory, once
+// CheckManifest has found its checkpoint signed by the manifest's node and of
+// the manifest's tree_size and tree_root. The caller then verifies the chain,
+// the tree (which Verify holds to the manifest's) and the models before a
+// node may start on it.
 package backup

@@ -17,14 +17,19 @@ import (
 type Bars func(desc string, total int64) (func(seq uint64), func())
 
 // Verify checks a restored store before a node may start on it: that its
-// chain ends at the tip of man, the backup's manifest; then it walks the
-// whole chain of l and its tree, and rebuilds the read models from the chain
-// and returns how the ones that came with the backup differed (the rebuilt
-// ones are live). A chain that does not verify is the log's ChainError.
+// chain ends at the tip of man, the backup's manifest, and that its tree is
+// the one the manifest's tree_root and signed checkpoint name (ErrManifest
+// otherwise); then it walks the whole chain of l and its tree, and rebuilds
+// the read models from the chain and returns how the ones that came with the
+// backup differed (the rebuilt ones are live). A chain that does not verify
+// is the log's ChainError.
 func Verify(ctx context.Context, l *eventlog.Log, man Manifest, bars Bars) (eventlog.ModelDiff, error) {
 	if tip := l.Tip(); tip.Seq != man.TipSeq || tip.ID != man.TipID || l.NodeDID() != man.NodeDID {
 		return eventlog.ModelDiff{}, fmt.Errorf("the restored chain ends at seq %d (%s) of %s, the manifest says seq %d (%s) of %s",
 			tip.Seq, tip.ID, l.NodeDID(), man.TipSeq, man.TipID, man.NodeDID)
+	}
+	if err := checkTree(l, man); err != nil {
+		return eventlog.ModelDiff{}, err
 	}
 	progress, done := bars("verify", int64(l.Tip().Seq))
 	_, err := l.Verify(ctx, progress)
