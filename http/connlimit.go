@@ -39,6 +39,14 @@ import (
 //     (of that address, for the address's cap). If there is none, it is let
 //     into the reserve on condition: a request on it without a valid token
 //     is answered 503 too_many_connections and the connection closed.
+//   - A new connection that finds the cap, or its address's cap, full (with
+//     no idle anonymous connection to close) closes the connection open
+//     longest that has not yet sent a whole request head, silent or part way
+//     (of that address, for the address's cap), and takes its place; in the
+//     reserve, on its condition (connfresh.go). Otherwise silent connections,
+//     each closed only by the header time-out and opened again, would hold
+//     the whole cap, reserve included, since a token is only known once a
+//     head is read.
 const (
 	// DefaultMaxConns is the default of Options.MaxConns. Each connection
 	// holds a file descriptor, a goroutine and its buffers (a few KiB idle);
@@ -94,6 +102,9 @@ type connLimitListener struct {
 	// idle lists the idle TCP connections that never authenticated, longest
 	// idle first: those closed first to make room.
 	idle list.List
+	// fresh lists the TCP connections that have not yet sent a whole request
+	// head, oldest first: those closed to make room at a full cap.
+	fresh list.List
 }
 
 // connPool counts the open connections of one kind against max.
@@ -159,17 +170,20 @@ func (l *connLimitListener) Accept() (net.Conn, error) {
 }
 
 // admitTCP takes a slot for c, closing an idle anonymous connection first if
-// c would take its address past its cap or the node into the reserve; nil:
-// c is over a cap.
+// c would take its address past its cap or the node into the reserve, and
+// else, at a full cap, the oldest fresh connection; nil: c is over a cap.
 func (l *connLimitListener) admitTCP(c net.Conn) *limitedConn {
 	addr := clientAddress(c.RemoteAddr().String())
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.perAddr > 0 && l.addrs[addr] >= l.perAddr && !l.evictLocked(addr) {
+	if l.perAddr > 0 && l.addrs[addr] >= l.perAddr && !l.evictLocked(addr) && !l.evictFreshLocked(addr) {
 		return nil
 	}
 	if l.tcp.open.Load() >= l.tcp.max-l.reserve {
 		l.evictLocked("")
+	}
+	if l.tcp.open.Load() >= l.tcp.max {
+		l.evictFreshLocked("")
 	}
 	open := l.tcp.open.Load()
 	if open >= l.tcp.max {
@@ -177,7 +191,10 @@ func (l *connLimitListener) admitTCP(c net.Conn) *limitedConn {
 	}
 	l.tcp.open.Add(1)
 	l.addrs[addr]++
-	return &limitedConn{Conn: c, l: l, pool: l.tcp, tcp: true, addr: addr, reserve: open >= l.tcp.max-l.reserve}
+	lc := &limitedConn{Conn: c, l: l, pool: l.tcp, tcp: true, addr: addr, reserve: open >= l.tcp.max-l.reserve}
+	lc.headPending.Store(true)
+	lc.fresh = l.fresh.PushBack(lc)
+	return lc
 }
 
 // evictLocked closes the longest idle connection that never authenticated,
@@ -214,6 +231,7 @@ func (l *connLimitListener) releaseLocked(c *limitedConn) {
 	c.pool.release()
 	if c.tcp {
 		l.leaveIdleLocked(c)
+		l.leaveFreshLocked(c)
 		if l.addrs[c.addr]--; l.addrs[c.addr] <= 0 {
 			delete(l.addrs, c.addr)
 		}
@@ -234,7 +252,9 @@ func (l *connLimitListener) leaveIdleLocked(c *limitedConn) {
 
 // connState is the http.Server's ConnState hook: a TCP connection that never
 // authenticated is listed while idle, and closed after anonIdle of it.
-// Hijacked (WebSocket) and closed connections leave the list for good.
+// Hijacked (WebSocket) and closed connections leave the list for good. Any
+// state after the first means net/http has read a request head (or given up
+// on one): the connection is not fresh any more, if Read has not seen so.
 func (l *connLimitListener) connState(nc net.Conn, st http.ConnState) {
 	c := asLimitedConn(nc)
 	// An authenticated connection is never listed: it authenticated during
@@ -245,6 +265,9 @@ func (l *connLimitListener) connState(nc net.Conn, st http.ConnState) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.leaveIdleLocked(c)
+	if st != http.StateNew {
+		l.leaveFreshLocked(c)
+	}
 	if st != http.StateIdle || c.released || c.authenticated.Load() {
 		return
 	}
@@ -416,18 +439,25 @@ type limitedConn struct {
 	// reads counts the reads that returned bytes, so that a connection a
 	// next request is arriving on is not taken for idle.
 	reads atomic.Uint64
+	// headPending: TCP, and the end of the first request head not read yet.
+	headPending atomic.Bool
+	head        headScan // used by the reading goroutine while headPending
 
 	// Guarded by l.mu.
 	released  bool
 	idle      *list.Element // in l.idle while idle and anonymous
 	idleReads uint64        // reads when it went idle
 	idleTimer *time.Timer
+	fresh     *list.Element // in l.fresh until its first head is read
 }
 
 func (c *limitedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.reads.Add(1)
+		if c.headPending.Load() && c.head.ends(p[:n]) && !c.l.headRead(c) {
+			return 0, net.ErrClosed
+		}
 	}
 	return n, err
 }
