@@ -35,6 +35,11 @@
 //	               failed verification, one new file per problem (0600)
 //
 // besides db/, control.token and, while serve runs, the sockets.
+// [Dir.IsMirror] tells such a dir; [Dir.ExistingChainKey] and
+// [Dir.OpenChainLog] open the chain of a node's dir or a mirror's, with the
+// pinned origin key in a mirror's ([Dir.PinnedOrigin]), for the one-shot
+// commands (backup, restore, verify, replay, export). [BackupFiles] names
+// origin.vkey beside node.key.
 //
 // # Secrets
 //

@@ -6,7 +6,9 @@
 //
 // [Run] makes the checks in a fixed order, one [Check] each (wallets may add
 // a line per key), and returns them as a [Report] that prints as text or as
-// one JSON object. Only a failed check is a failure: a warning is something
+// one JSON object. A mirror's data dir (origin.vkey, no node.key) has an
+// origin_key check in node_key's place, and the other checks judge it as a
+// mirror (mirror.go). Only a failed check is a failure: a warning is something
 // the operator should know, and a skip is a check that could not run because
 // of a problem an earlier one reported.
 //
