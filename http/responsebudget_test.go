@@ -119,20 +119,43 @@ func TestResponseBudgetRefusesReadersOverIt(t *testing.T) {
 }
 
 // TestResponseBudgetWaitIsBrief: a reader over the budget waits in line; when
-// the bytes come back within its wait (the silent client is cut off at its
-// write deadline), it is served rather than refused.
+// the bytes come back within its wait (here the silent client goes away), it
+// is served rather than refused. The test cuts the silent client itself, once
+// the reader is in line, and no deadline a busy machine could reach bounds
+// the reader.
 func TestResponseBudgetWaitIsBrief(t *testing.T) {
 	sent := make(chan error, 4)
-	n := newBudgetNode(t, 15*time.Second, 500*time.Millisecond, sent)
-	n.holdPage(t)
-	p, heads := eventsOf(t, n.get("/v1/events?limit=1000"))
-	if len(heads) == 0 || p.Total < 300 {
-		t.Fatalf("the waiting reader got %d events of %d", len(heads), p.Total)
+	n := newBudgetNode(t, 2*time.Minute, 2*time.Minute, sent)
+	silent := n.holdPage(t)
+
+	got := make(chan response, 1)
+	go func() { got <- n.get("/v1/events?limit=1000") }()
+	for start := time.Now(); budgetWaiters(n.srv.budget) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Since(start) > 20*time.Second {
+			t.Fatal("the reader never waited in line for the budget")
+		}
+	}
+	silent.Close()
+
+	select {
+	case r := <-got:
+		if p, heads := eventsOf(t, r); len(heads) == 0 || p.Total < 300 {
+			t.Fatalf("the waiting reader got %d events of %d", len(heads), p.Total)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the waiting reader was not served once the silent client went away")
 	}
 	if got := n.srv.budget.refused.Load(); got != 0 {
 		t.Errorf("refusals counted: %d, want none", got)
 	}
 	waitBudgetFree(t, n.srv.budget)
+}
+
+// budgetWaiters is how many reads wait in line for the budget.
+func budgetWaiters(b *responseBudget) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.waiters.Len()
 }
 
 // waitBudgetFree waits for every response to have given its budget back (the
