@@ -318,25 +318,57 @@ func TestMirrorKilledDuringCatchUp(t *testing.T) {
 	}
 	needBinary(t)
 	origin := trStoppedNode(t, 40000)
-	_, url := mrPublish(t, origin)
+	pubDir, _ := mrPublish(t, origin)
+	// The source counts the bundles it serves, so that each kill follows
+	// observed progress rather than a time a busy machine may not meet.
+	bundles := make(chan struct{}, 1<<16)
+	files := http.FileServer(http.Dir(pubDir))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/events/") {
+			bundles <- struct{}{}
+		}
+		files.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	url := srv.URL
 	data := filepath.Join(t.TempDir(), "mirror")
 	pub, _ := mrOriginKey(t, origin)
 	var tips []int
-	for round, after := range []time.Duration{1200 * time.Millisecond, 1300 * time.Millisecond, 1400 * time.Millisecond} {
+	// 40,000 events are 157 bundles, stored 16 at a time: a kill once a
+	// round has asked for 40 bundles falls after its first stores and well
+	// before the end, whatever the machine's speed.
+	const killAfter = 40
+	for round := range 3 {
 		cmd := exec.Command(civnodeBin, "mirror", "--from", url, "--data-dir", data, "--once")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(after)
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		asked := 0
+	wait:
+		for asked < killAfter {
+			select {
+			case <-bundles:
+				asked++
+			case err := <-exited:
+				t.Fatalf("round %d: the mirror ended (%v) after asking for %d bundles, before the kill", round+1, err, asked)
+			case <-time.After(2 * time.Minute):
+				break wait
+			}
+		}
 		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		cmd.Wait()
+		<-exited
+		for len(bundles) > 0 {
+			<-bundles
+		}
 		n := 0
 		if _, err := os.Stat(filepath.Join(data, "db")); err == nil {
 			n = len(mrChain(t, filepath.Join(data, "db"), pub))
 		}
-		t.Logf("round %d: killed after %v holding %d events", round+1, after, n)
+		t.Logf("round %d: killed after %d bundles asked for, holding %d events", round+1, asked, n)
 		tips = append(tips, n)
 	}
 	// Each kill must have cut a catch-up short after it stored something,
