@@ -128,7 +128,7 @@ func canonicalDraft(d Draft) ([]byte, error) {
 		if c.b == nil {
 			return nil, fmt.Errorf("%w: %s: empty Canonical payload", ErrInvalidDraft, d.Type)
 		}
-		return c.b, nil
+		return checkPayloadSize(d.Type, c.b)
 	}
 	raw, err := json.Marshal(d.Payload)
 	if err != nil {
@@ -138,7 +138,7 @@ func canonicalDraft(d Draft) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidDraft, d.Type, err)
 	}
-	return payload, nil
+	return checkPayloadSize(d.Type, payload)
 }
 
 func canonicalDrafts(drafts []Draft) ([][]byte, error) {
