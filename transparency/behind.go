@@ -59,7 +59,9 @@ func readPublishedCheckpoint(ctx context.Context, loc string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	// A redirect is followed as a mirror's client follows it: within the
+	// URL's scheme, host and port.
+	resp, err := (&http.Client{CheckRedirect: sameOriginRedirect}).Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -25,14 +25,21 @@ type Client struct {
 	base   string // URL prefix of the API, no trailing slash
 	token  string // sent to base only, never printed
 	via    string // the node, for messages
+	// idle, when set (NewObserverClient), fails an answer of which no byte
+	// arrived for that long (errStalled): a deadline on progress, not on the
+	// whole answer, which may be an event bundle of hundreds of megabytes.
+	// A client of NewClient keeps its *http.Client's own timeouts.
+	idle time.Duration
 
 	// read and written count the bytes on the wire, headers and TLS included,
 	// when the client dialed its own connections (NewObserverClient).
 	read, written atomic.Int64
 }
 
-// Bounds of the observer's client: an answer of the transparency endpoints is
-// at most a tile (8 KiB) or one event; the limit leaves room for a large one.
+// Bounds of the observer's client: an answer the client reads whole is at
+// most a tile (8 KiB), a seal or checkpoint, or one event (at most
+// eventlog.MaxEventSize); the limit leaves room for a large one. An event
+// bundle is read a line at a time instead (mirror.go, maxBundleSize).
 const (
 	observerTimeout     = 30 * time.Second
 	observerDialTimeout = 10 * time.Second
@@ -60,14 +67,16 @@ func NodeURL(addr string) (string, error) {
 }
 
 // NewObserverClient is a client of the node at addr with token, counting the
-// bytes of its connections. It follows no redirect: a redirect would carry the
-// token to wherever it points. Its one error is an addr NodeURL refuses.
+// bytes of its connections. It follows a redirect only to the scheme, host
+// and port of addr, at most maxRedirects in a row (sameOriginRedirect): the
+// token goes nowhere else. An answer fails once no byte of it arrived for
+// observerTimeout. Its one error is an addr NodeURL refuses.
 func NewObserverClient(addr, token string) (*Client, error) {
 	base, err := NodeURL(addr)
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{base: base, token: token, via: base}
+	c := &Client{base: base, token: token, via: base, idle: observerTimeout}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	d := &net.Dialer{Timeout: observerDialTimeout}
 	tr.DialContext = func(ctx context.Context, network, address string) (net.Conn, error) {
@@ -77,11 +86,7 @@ func NewObserverClient(addr, token string) (*Client, error) {
 		}
 		return &countingConn{Conn: conn, c: c}, nil
 	}
-	c.client = &http.Client{
-		Transport:     tr,
-		Timeout:       observerTimeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	c.client = &http.Client{Transport: tr, CheckRedirect: sameOriginRedirect}
 	return c, nil
 }
 
@@ -104,13 +109,40 @@ func (c *Client) Transferred() int64 { return c.read.Load() + c.written.Load() }
 // Close closes the client's idle connections.
 func (c *Client) Close() { c.client.CloseIdleConnections() }
 
-// get fetches path and returns the body of a 200 answer; any other answer is
-// an error naming the node's message and code.
+// get fetches path and returns the body of a 200 answer, at most answerLimit
+// bytes; any other answer is an error naming the node's message and code.
 func (c *Client) get(ctx context.Context, path string) ([]byte, error) {
+	body, err := c.open(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	b, err := io.ReadAll(io.LimitReader(body, answerLimit+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("GET %s from %s: read the answer: %w", path, c.via, err)
+	case len(b) > answerLimit:
+		return nil, fmt.Errorf("GET %s from %s: the answer is over %d bytes", path, c.via, answerLimit)
+	}
+	return b, nil
+}
+
+// open fetches path and returns the body of a 200 answer, for the caller to
+// read and close; any other answer is an error naming the node's message and
+// code (a *statusError). A 429 is asked again after its Retry-After, at most
+// rateLimitRetries times.
+func (c *Client) open(ctx context.Context, path string) (io.ReadCloser, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	wd := c.watch(cancel)
+	fail := func(err error) (io.ReadCloser, error) {
+		wd.stop()
+		cancel(nil)
+		return nil, err
+	}
 	for attempt := 0; ; attempt++ {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
 		if err != nil {
-			return nil, fmt.Errorf("GET %s: %w", path, err)
+			return fail(fmt.Errorf("GET %s: %w", path, err))
 		}
 		if c.token != "" {
 			req.Header.Set("Authorization", "Bearer "+c.token)
@@ -118,24 +150,25 @@ func (c *Client) get(ctx context.Context, path string) ([]byte, error) {
 		resp, err := c.client.Do(req)
 		if err != nil {
 			// The error names the URL, never the header that holds the token.
-			return nil, fmt.Errorf("GET %s from %s: %w", path, c.via, err)
+			return fail(fmt.Errorf("GET %s from %s: %w", path, c.via, stalledOr(ctx, err)))
 		}
-		body, err := io.ReadAll(io.LimitReader(resp.Body, answerLimit+1))
+		if resp.StatusCode == http.StatusOK {
+			return &watchedBody{ReadCloser: resp.Body, ctx: ctx, wd: wd, cancel: cancel}, nil
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, answerLimit))
 		resp.Body.Close()
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("GET %s from %s: read the answer: %w", path, c.via, err)
-		case len(body) > answerLimit:
-			return nil, fmt.Errorf("GET %s from %s: the answer is over %d bytes", path, c.via, answerLimit)
-		case resp.StatusCode == http.StatusOK:
-			return body, nil
-		case resp.StatusCode == http.StatusTooManyRequests && attempt < rateLimitRetries:
+		if err != nil {
+			return fail(fmt.Errorf("GET %s from %s: read the answer: %w", path, c.via, stalledOr(ctx, err)))
+		}
+		if resp.StatusCode == http.StatusTooManyRequests && attempt < rateLimitRetries {
+			wd.stop()
 			if err := sleepCtx(ctx, retryAfter(resp.Header.Get("Retry-After"))); err != nil {
-				return nil, fmt.Errorf("GET %s from %s: %w", path, c.via, err)
+				return fail(fmt.Errorf("GET %s from %s: %w", path, c.via, err))
 			}
+			wd.reset()
 			continue
 		}
-		return nil, c.answerError(path, resp, body)
+		return fail(c.answerError(path, resp, body))
 	}
 }
 
@@ -151,6 +184,15 @@ func (c *Client) getJSON(ctx context.Context, path string, out any) error {
 	return nil
 }
 
+// statusError is an answer other than 200, with the message answerError
+// gives it; Transient tells a 5xx or 429 by its code.
+type statusError struct {
+	code int
+	msg  string
+}
+
+func (e *statusError) Error() string { return e.msg }
+
 func (c *Client) answerError(path string, resp *http.Response, body []byte) error {
 	var e struct {
 		Error string `json:"error"`
@@ -162,11 +204,13 @@ func (c *Client) answerError(path string, resp *http.Response, body []byte) erro
 	}
 	switch resp.StatusCode {
 	case http.StatusUnauthorized:
-		return fmt.Errorf("the node at %s refused the token (%s); give an owner or observer token with --token or $CIVNODE_TOKEN", c.via, msg)
+		msg = fmt.Sprintf("the node at %s refused the token (%s); give an owner or observer token with --token or $CIVNODE_TOKEN", c.via, msg)
 	case http.StatusForbidden:
-		return fmt.Errorf("the node at %s refused the token for %s (%s); the transparency endpoints take an owner or observer token", c.via, path, msg)
+		msg = fmt.Sprintf("the node at %s refused the token for %s (%s); the transparency endpoints take an owner or observer token", c.via, path, msg)
+	default:
+		msg = fmt.Sprintf("GET %s from %s: %s", path, c.via, msg)
 	}
-	return fmt.Errorf("GET %s from %s: %s", path, c.via, msg)
+	return &statusError{code: resp.StatusCode, msg: msg}
 }
 
 // retryAfter reads a Retry-After of whole seconds, at least one second and at

@@ -22,6 +22,10 @@
 // net/http through a Client; a Client built with NewClient sends only where
 // its *http.Client dials (the owner's channel to the node of a data dir), one
 // built with NewObserverClient dials any URL and counts the bytes transferred.
+// An observer's client follows a redirect only within the scheme, host and
+// port it was given, at most three in a row (else ErrRedirect), and fails an
+// answer of which no byte arrived for 30 seconds, however long the whole
+// answer takes.
 //
 // # Publish
 //
@@ -51,6 +55,17 @@
 // written beside it, STATE.evidence-<UTC time>-<problem>.json, mode 0600, in a
 // new file that nothing later replaces: two checkpoints of one key that
 // disagree are proof of the fork for anyone.
+//
+// # Mirror
+//
+// Mirror catches a mirror's log up with an origin's published directory or
+// API: it reads each event bundle a line at a time, every line at most
+// eventlog.MaxEventSize, and stores the events in groups of bounded size, so
+// its memory does not grow with the bundles. A problem with what was served
+// is kept as evidence and returned; a failure to reach the source is returned
+// as it is. Transient tells the failures a follower waits out (a connection
+// refused or reset, a timeout, a 5xx or 429) from those that stop it, and
+// RetryDelay paces its attempts.
 //
 // # Prove
 //

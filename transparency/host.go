@@ -87,6 +87,10 @@ func (s tilesHost) Consistency(ctx context.Context, old, head eventlog.TreeHead)
 	// so the proof is built from hashes that are in the new tree.
 	r := tlog.TileHashReader(tlog.Tree{N: head.Size, Hash: head.Root}, &httpTiles{ctx: ctx, c: s.c})
 	proof, err := tlog.ProveTree(head.Size, old.Size, r)
+	var fe *tileFetchError
+	if errors.As(err, &fe) {
+		return nil, fe.err // not served, which says nothing of the tiles
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", s.c.via, errBadTiles, err)
 	}
@@ -106,7 +110,7 @@ func (h *httpTiles) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
 	for i, t := range tiles {
 		b, err := h.c.get(h.ctx, "/"+TilePath(t))
 		if err != nil {
-			return nil, err
+			return nil, &tileFetchError{err}
 		}
 		out[i] = b
 	}

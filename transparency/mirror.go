@@ -1,13 +1,14 @@
 package transparency
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -62,9 +63,25 @@ type Mirrored struct {
 	Evidence string            // the evidence file, on a problem
 }
 
-// mirrorGroup is how many bundles are verified and stored together: one
-// Ingest call, one fsync, 4096 events.
-const mirrorGroup = 16
+// A group of events is verified and stored together, one Ingest call and one
+// fsync: mirrorGroup events (16 bundles), or fewer once they hold
+// mirrorGroupBytes as served. At most three groups are in flight (one being
+// read, one being checked, one being stored), so the memory a catch-up takes
+// is bounded however large the origin's events and bundles are.
+const (
+	mirrorGroup      = 16 * BundleSize
+	mirrorGroupBytes = 4 << 20
+)
+
+// maxBundleSize bounds an event bundle as served: BundleSize lines, each an
+// event of at most eventlog.MaxEventSize bytes and its newline. A mirror
+// never holds a bundle whole: it reads it a line at a time, and a line over
+// eventlog.MaxEventSize is a bad event.
+const maxBundleSize = BundleSize * (eventlog.MaxEventSize + 1)
+
+// evidenceExcerpt is how much of a line over eventlog.MaxEventSize the
+// evidence keeps.
+const evidenceExcerpt = 64 << 10
 
 // Mirror catches the mirror's log l up with the origin's chain at the source
 // c serves: a published directory (checkpoint, seal, tile/, events/) or a
@@ -73,12 +90,14 @@ const mirrorGroup = 16
 // extend the one the mirror holds (a consistency proof computed from the
 // source's tiles, each checked against the new root), every event of a bundle
 // must be the leaf the signed tree holds at its place, and Ingest checks each
-// event's id, signature and link. Events are stored as they verify, in groups;
-// the seal last, once the log holds its whole chain, so a run cut short, by
-// kill -9 too, is simply run again. On a problem nothing that failed is
-// stored: Mirror writes what the source served to a new evidence file and
-// returns the problem (errors.Is ErrForked, ErrRolledBack, ErrAnotherKey,
-// ErrBadSeal, ErrBadEvent) naming the seq or the checkpoint.
+// event's id, signature and link. Bundles are read a line at a time and events
+// stored as they verify, in groups of bounded size; the seal last, once the
+// log holds its whole chain, so a run cut short, by kill -9 too, is simply run
+// again. On a problem nothing that failed is stored: Mirror writes what the
+// source served to a new evidence file and returns the problem (errors.Is
+// ErrForked, ErrRolledBack, ErrAnotherKey, ErrBadSeal, ErrBadEvent) naming the
+// seq or the checkpoint. A failure to reach the source is returned as it is,
+// without evidence; Transient tells those a follower retries.
 func Mirror(ctx context.Context, c *Client, l *eventlog.Log, opts MirrorOptions) (Mirrored, error) {
 	k, err := ParseKey(l.VerifierKey())
 	if err != nil {
@@ -132,7 +151,9 @@ func (m *mirror) run(ctx context.Context) (Mirrored, error) {
 	}
 	m.rep.Head = head
 	if len(m.opts.Witnesses) > 0 {
-		if path, served, err := m.checkWitnessed(ctx, head); err != nil {
+		if path, served, err := m.checkWitnessed(ctx, head); Transient(err) {
+			return m.rep, err
+		} else if err != nil {
 			m.rep.Result = "not_witnessed"
 			return m.rep, m.writeEvidence(err, nil, path, 0, served)
 		}
@@ -150,7 +171,7 @@ func (m *mirror) run(ctx context.Context) (Mirrored, error) {
 	case old.Size > 0 && head.Size > old.Size:
 		proof, err := tlog.ProveTree(head.Size, old.Size, hashes)
 		if err != nil {
-			return m.problem("bad_tiles", fmt.Errorf("%s: %w: %w", m.c.via, errBadTiles, err), nil)
+			return m.rep, m.report(m.tilesError(err))
 		}
 		if err := tlog.CheckTree(proof, head.Size, head.Root, old.Size, old.Root); err != nil {
 			return m.problem("forked", fmt.Errorf("%w: the origin's tree of %d events does not extend the tree of %d events the mirror holds (%v)",
@@ -167,7 +188,7 @@ func (m *mirror) run(ctx context.Context) (Mirrored, error) {
 		}
 		want, err := tlog.TreeHash(tip, hashes)
 		if err != nil {
-			return m.problem("bad_tiles", fmt.Errorf("%s: %w: %w", m.c.via, errBadTiles, err), nil)
+			return m.rep, m.report(m.tilesError(err))
 		}
 		got, err := m.l.TreeRoot(tip)
 		if err != nil {
@@ -192,184 +213,255 @@ func (m *mirror) run(ctx context.Context) (Mirrored, error) {
 	return m.rep, nil
 }
 
-// bundle is one event bundle as served and as read.
-type bundle struct {
-	n    int64
-	path string
-	body []byte
-	err  error
+// eventGroup is events of the source that are the tree's leaves at their
+// places, seqs first to last, on their way to be checked and stored.
+type eventGroup struct {
+	first, last uint64
+	evs         []*eventlog.Event
+	lines       [][]byte // each event as served, for evidence
+	bytes       int      // of lines
+	checked     eventlog.Checked
+	err         error // the reader's, the last thing it sends
 }
 
-// catchUp stores the events tip+1 … size, bundle by bundle, each checked
-// against the tree's leaves; bundles are fetched ahead while the ones before
-// are verified and stored.
+// problemAt is a problem found by a stage of a run, with what the source
+// served there. The run writes its evidence (report) once the other stages
+// have stopped, so that one goroutine at a time writes evidence.
+type problemAt struct {
+	result string
+	err    error
+	path   string
+	seq    uint64
+	served []byte
+}
+
+func (p *problemAt) Error() string { return p.err.Error() }
+func (p *problemAt) Unwrap() error { return p.err }
+
+// report writes the evidence of a problem the run found, and returns the
+// problem naming the file; any other error is returned as it is.
+func (m *mirror) report(err error) error {
+	var p *problemAt
+	if !errors.As(err, &p) {
+		return err
+	}
+	m.rep.Result = p.result
+	return m.writeEvidence(p.err, nil, p.path, p.seq, p.served)
+}
+
+// catchUp stores the events tip+1 … size. Three stages overlap: the reader,
+// which reads the bundles a line at a time and checks each event against the
+// tree's leaf at its place; checkGroups, which checks each group's signatures
+// on every core; and the storer, which commits the groups one after another.
+// So the next group is read and its signatures checked while the one before
+// is folded and synced.
 func (m *mirror) catchUp(ctx context.Context, hashes tlog.HashReader, tip, size int64) error {
 	if tip >= size {
 		return nil
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	stages, cancel := context.WithCancel(ctx)
 	defer cancel()
-	first, last := tip/BundleSize, (size-1)/BundleSize
-	fetched := make(chan *bundle, 2*mirrorGroup)
+	read := make(chan *eventGroup)
+	toStore := make(chan *eventGroup)
+	stored := make(chan error, 1) // the storer's failure, or nil
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
 	wg.Go(func() {
-		defer close(fetched)
-		for n := first; n <= last; n++ {
-			b := &bundle{n: n, path: BundlePath(n, int(min(BundleSize, size-n*BundleSize)))}
-			b.body, b.err = m.c.get(ctx, m.prefix+"/"+b.path)
+		defer close(read)
+		if err := m.readBundles(stages, hashes, tip, size, read); err != nil {
 			select {
-			case fetched <- b:
-			case <-ctx.Done():
-				return
-			}
-			if b.err != nil {
-				return
+			case read <- &eventGroup{err: err}:
+			case <-stages.Done():
 			}
 		}
 	})
-	// Three stages overlap: the fetcher above, checkGroups, which checks
-	// each group's leaves and signatures on every core, and the storer
-	// below, which commits the groups one after another. So the next group's
-	// signatures are checked while the one before is folded and synced.
-	toStore := make(chan checkedGroup, 1)
-	stored := make(chan *checkedGroup, 1) // the group that failed to store, or nil
 	wg.Go(func() {
-		var failed *checkedGroup
-		for c := range toStore {
+		var failed error
+		for g := range toStore {
 			if failed != nil {
 				continue // drain; the first failure is the answer
 			}
-			if c.err = m.l.IngestChecked(ctx, c.evs); c.err != nil {
-				failed = &c
+			if err := m.l.IngestChecked(stages, g.checked); err != nil {
+				failed = m.chainProblem(g, err, size)
 				cancel()
 				continue
 			}
-			m.rep.Events += c.last - c.first + 1
+			m.rep.Events += g.last - g.first + 1
 			if m.opts.Progress != nil {
-				m.opts.Progress(c.last)
+				m.opts.Progress(g.last)
 			}
 		}
 		stored <- failed
 	})
-	err := m.checkGroups(ctx, fetched, hashes, tip, size, last, toStore)
+	err := m.checkGroups(stages, read, toStore, size)
 	close(toStore)
-	if f := <-stored; f != nil {
-		// After checkGroups has returned: the evidence is written by one
-		// goroutine at a time.
-		return m.storeError(f.group, f.first, f.last, f.err)
+	// The groups that checked are stored before the reader is stopped.
+	if serr := <-stored; serr != nil {
+		err = serr
 	}
-	if err != nil {
-		return err
+	cancel()
+	wg.Wait()
+	if err == nil {
+		err = ctx.Err()
 	}
-	return ctx.Err()
+	return m.report(err)
 }
 
-// checkedGroup is a group of bundles whose events checked, on its way to
-// the storer: seqs first to last.
-type checkedGroup struct {
-	group       []*bundle
-	first, last uint64
-	evs         eventlog.Checked
-	err         error // the storer's, if it failed
-}
-
-// checkGroups reads the fetched bundles, checks their events against the
-// tree's leaves and their signatures, a group at a time, and hands each group
-// to the storer.
-func (m *mirror) checkGroups(ctx context.Context, fetched <-chan *bundle, hashes tlog.HashReader, tip, size, last int64, toStore chan<- checkedGroup) error {
-	var group []*bundle
-	var evs []*eventlog.Event
-	for b := range fetched {
-		if b.err != nil {
-			return fmt.Errorf("fetch %s: %w", b.path, b.err)
+// checkGroups checks the signatures of each group the reader sends and hands
+// it to the storer.
+func (m *mirror) checkGroups(ctx context.Context, read <-chan *eventGroup, toStore chan<- *eventGroup, size int64) error {
+	for g := range read {
+		if g.err != nil {
+			return g.err
 		}
-		got, err := m.verifyBundle(b, hashes, tip, size)
+		c, err := m.l.CheckSigned(g.evs)
 		if err != nil {
-			return err
+			return m.chainProblem(g, err, size)
 		}
-		group, evs = append(group, b), append(evs, got...)
-		if len(group) < mirrorGroup && b.n != last {
-			continue
+		g.checked, g.evs = c, nil
+		select {
+		case toStore <- g:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-		if len(evs) > 0 {
-			c, err := m.l.CheckSigned(evs)
-			if err != nil {
-				return m.storeError(group, evs[0].Seq, evs[len(evs)-1].Seq, err)
-			}
-			select {
-			case toStore <- checkedGroup{group: group, first: evs[0].Seq, last: evs[len(evs)-1].Seq, evs: c}:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		group, evs = nil, nil
 	}
 	return nil
 }
 
-// storeError is the problem of a group whose events did not check or store:
-// an event that broke the chain is a bad event of its bundle, with evidence.
-func (m *mirror) storeError(group []*bundle, first, last uint64, err error) error {
+// chainProblem is the problem of a group whose events did not check or
+// store: an event that broke the chain is a bad event, the line the source
+// served its evidence.
+func (m *mirror) chainProblem(g *eventGroup, err error, size int64) error {
 	var ce *eventlog.ChainError
-	if errors.As(err, &ce) && errors.Is(err, eventlog.ErrBrokenChain) {
-		for _, g := range group {
-			if int64(ce.Seq) > g.n*BundleSize && int64(ce.Seq) <= (g.n+1)*BundleSize {
-				return m.badEvent(g, ce.Seq, err)
-			}
-		}
+	if errors.As(err, &ce) && errors.Is(err, eventlog.ErrBrokenChain) && ce.Seq >= g.first && ce.Seq <= g.last {
+		n := int64(ce.Seq-1) / BundleSize
+		path := BundlePath(n, int(min(BundleSize, size-n*BundleSize)))
+		return &problemAt{result: "bad_event", err: fmt.Errorf("%w: event %d in %s: %w", ErrBadEvent, ce.Seq, path, err),
+			path: path, seq: ce.Seq, served: g.lines[ce.Seq-g.first]}
 	}
-	return fmt.Errorf("store events %d..%d: %w", first, last, err)
+	return fmt.Errorf("store events %d..%d: %w", g.first, g.last, err)
 }
 
-// verifyBundle reads bundle b of a tree of size events, checks that its
-// events are the tree's leaves at their places, and returns those after tip.
-func (m *mirror) verifyBundle(b *bundle, hashes tlog.HashReader, tip, size int64) ([]*eventlog.Event, error) {
-	start := b.n * BundleSize
+// readBundles reads the bundles that hold the events tip+1 … size and sends
+// the events after tip, in groups of at most mirrorGroup events and about
+// mirrorGroupBytes.
+func (m *mirror) readBundles(ctx context.Context, hashes tlog.HashReader, tip, size int64, out chan<- *eventGroup) error {
+	g := &eventGroup{}
+	send := func() error {
+		if len(g.evs) == 0 {
+			return nil
+		}
+		select {
+		case out <- g:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		g = &eventGroup{}
+		return nil
+	}
+	for n := tip / BundleSize; n*BundleSize < size; n++ {
+		err := m.readBundle(ctx, hashes, n, tip, size, func(ev *eventlog.Event, line []byte) error {
+			if len(g.evs) == 0 {
+				g.first = ev.Seq
+			}
+			g.last = ev.Seq
+			g.evs, g.lines, g.bytes = append(g.evs, ev), append(g.lines, line), g.bytes+len(line)
+			if len(g.evs) >= mirrorGroup || g.bytes >= mirrorGroupBytes {
+				return send()
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return send()
+}
+
+// readBundle reads bundle n of a tree of size events a line at a time,
+// checks that each event is the tree's leaf at its place, and passes those
+// after tip to take as they check. A bundle that does not check is a
+// *problemAt; one the source failed to serve whole is the failure to fetch
+// it.
+func (m *mirror) readBundle(ctx context.Context, hashes tlog.HashReader, n, tip, size int64, take func(*eventlog.Event, []byte) error) error {
+	start := n * BundleSize
 	w := min(BundleSize, size-start)
+	path := BundlePath(n, int(w))
 	indexes := make([]int64, w)
 	for i := range indexes {
 		indexes[i] = tlog.StoredHashIndex(0, start+int64(i))
 	}
 	leaves, err := hashes.ReadHashes(indexes)
 	if err != nil {
-		return nil, m.problemErr("bad_tiles", fmt.Errorf("%s: %w: %w", m.c.via, errBadTiles, err), nil)
+		return m.tilesError(err)
 	}
-	body := b.body
-	var out []*eventlog.Event
+	body, err := m.c.open(ctx, m.prefix+"/"+path)
+	if err != nil {
+		return fmt.Errorf("fetch %s: %w", path, err)
+	}
+	defer body.Close()
+	r := bufio.NewReaderSize(io.LimitReader(body, maxBundleSize+1), 64<<10)
+	bad := func(seq uint64, served []byte, format string, args ...any) error {
+		return &problemAt{result: "bad_event", err: fmt.Errorf("%w: "+format, append([]any{ErrBadEvent}, args...)...),
+			path: path, seq: seq, served: served}
+	}
 	for i := range w {
 		seq := uint64(start + i + 1)
-		line, rest, ok := bytes.Cut(body, []byte("\n"))
-		if !ok {
-			return nil, m.badEvent(b, seq, fmt.Errorf("%w: %s holds %d events, not %d", ErrBadEvent, b.path, i, w))
+		line, err := readLine(r, eventlog.MaxEventSize)
+		switch {
+		case errors.Is(err, errLineTooLong):
+			return bad(seq, line, "event %d in %s is over %d bytes, more than a node stores", seq, path, eventlog.MaxEventSize)
+		case err == io.EOF:
+			return bad(seq, line, "%s holds %d events, not %d", path, i, w)
+		case err != nil:
+			return fmt.Errorf("fetch %s: %w", path, err)
 		}
-		body = rest
 		var ev eventlog.Event
 		if err := json.Unmarshal(line, &ev); err != nil {
-			return nil, m.badEvent(b, seq, fmt.Errorf("%w: event %d in %s: %v", ErrBadEvent, seq, b.path, err))
+			return bad(seq, line, "event %d in %s: %v", seq, path, err)
 		}
 		id, err := hex.DecodeString(ev.ID)
 		if ev.Seq != seq || err != nil || len(id) != 32 || tlog.RecordHash(id) != leaves[i] {
-			return nil, m.badEvent(b, seq, fmt.Errorf("%w: event %d in %s is not the event the origin's tree holds at seq %d", ErrBadEvent, seq, b.path, seq))
+			return bad(seq, line, "event %d in %s is not the event the origin's tree holds at seq %d", seq, path, seq)
 		}
 		if int64(seq) > tip {
-			out = append(out, &ev)
+			if err := take(&ev, line); err != nil {
+				return err
+			}
 		}
 	}
-	if len(body) != 0 {
-		return nil, m.badEvent(b, uint64(start+w), fmt.Errorf("%w: %s holds more than %d events", ErrBadEvent, b.path, w))
+	switch extra, err := readLine(r, evidenceExcerpt); {
+	case err == io.EOF && len(extra) == 0:
+		return nil
+	case err == nil, err == io.EOF, errors.Is(err, errLineTooLong):
+		return bad(uint64(start+w), extra, "%s holds more than %d events", path, w)
+	default:
+		return fmt.Errorf("fetch %s: %w", path, err)
 	}
-	return out, nil
 }
 
-// badEvent is the problem of an event at seq in bundle b.
-func (m *mirror) badEvent(b *bundle, seq uint64, err error) error {
-	if !errors.Is(err, ErrBadEvent) {
-		err = fmt.Errorf("%w: event %d in %s: %w", ErrBadEvent, seq, b.path, err)
+// readLine reads a line of r, without its newline, of at most limit bytes: a
+// longer one is errLineTooLong, with its first evidenceExcerpt bytes. At the
+// end of r it is io.EOF, with what the last line held: nothing when r ended
+// with a newline.
+func readLine(r *bufio.Reader, limit int) ([]byte, error) {
+	var line []byte
+	for {
+		frag, err := r.ReadSlice('\n')
+		n := len(line) + len(frag)
+		if err == nil {
+			n-- // the newline
+		}
+		line = append(line, frag...)
+		switch {
+		case n > limit:
+			return line[:min(len(line), evidenceExcerpt)], errLineTooLong
+		case err == nil:
+			return line[:n], nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		}
+		return line, err
 	}
-	m.rep.Result = "bad_event"
-	return m.writeEvidence(err, nil, b.path, seq, b.body)
 }
 
 // problem ends a run with a problem and its evidence.
@@ -411,6 +503,24 @@ func (m *mirror) writeEvidence(err error, proof tlog.TreeProof, path string, seq
 	return fmt.Errorf("%w; what the source served is in %s", err, file)
 }
 
+// tilesError is the problem of tiles tlog.TileHashReader refused, which are
+// not those of the signed tree (a *problemAt); a tile the source did not
+// serve is the failure to fetch it, returned as it is.
+func (m *mirror) tilesError(err error) error {
+	var fe *tileFetchError
+	if errors.As(err, &fe) {
+		return fe.err
+	}
+	return &problemAt{result: "bad_tiles", err: fmt.Errorf("%s: %w: %w", m.c.via, errBadTiles, err)}
+}
+
+// tileFetchError is a tile the source did not serve, told apart from a tile
+// that does not check once it has passed through tlog.
+type tileFetchError struct{ err error }
+
+func (e *tileFetchError) Error() string { return e.err.Error() }
+func (e *tileFetchError) Unwrap() error { return e.err }
+
 // cachedTiles reads hash tiles for tlog.TileHashReader, keeping those above
 // level 0: each bundle's check reads its level-0 tile and the same few tiles
 // above it, which TileHashReader checks again on every read.
@@ -434,7 +544,7 @@ func (h *cachedTiles) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
 		if !ok {
 			var err error
 			if b, err = h.c.get(h.ctx, h.prefix+"/"+p); err != nil {
-				return nil, err
+				return nil, &tileFetchError{err}
 			}
 			if t.L > 0 {
 				h.mu.Lock()
@@ -477,13 +587,17 @@ func (k Key) PublicKey() ed25519.PublicKey { return k.pub }
 
 // checkWitnessed requires the source's checkpoint to be the origin's, of the
 // seal's tree, and cosigned by a quorum of the required witnesses. It
-// returns where the checkpoint was read and what was served, for evidence.
+// returns where the checkpoint was read and what was served, for evidence; a
+// failure to fetch it that may pass (Transient) is returned as it is.
 func (m *mirror) checkWitnessed(ctx context.Context, head eventlog.TreeHead) (string, []byte, error) {
 	path := m.prefix + "/" + CheckpointFile
 	if m.opts.API {
 		path = m.prefix + "/checkpoint?witnessed=1"
 	}
 	signed, err := m.c.get(ctx, path)
+	if Transient(err) {
+		return path, nil, err // not an answer either way: the follower asks again
+	}
 	if err != nil {
 		return path, nil, fmt.Errorf("%w: the source serves no witnessed checkpoint of the tree of %d events (%v)", ErrNotWitnessed, head.Size, err)
 	}

@@ -84,8 +84,11 @@ func runMirror(ctx context.Context, m *Main, logger *slog.Logger, dir datadir.Di
 	if err := dir.Create(logger); err != nil {
 		return err
 	}
-	c, k, err := localnode.OpenMirrorSource(ctx, dir, src)
+	c, k, err := localnode.OpenMirrorSource(ctx, logger, dir, src, once)
 	if err != nil {
+		if !once && ctx.Err() != nil {
+			return nil // stopped while the source was down
+		}
 		return err
 	}
 	defer c.Close()
@@ -94,7 +97,7 @@ func runMirror(ctx context.Context, m *Main, logger *slog.Logger, dir datadir.Di
 		return err
 	}
 	defer l.Close()
-	return localnode.FollowMirror(ctx, c, l, dir, src, once, func(rep transparency.Mirrored) {
+	return localnode.FollowMirror(ctx, logger, c, l, dir, src, once, func(rep transparency.Mirrored) {
 		fmt.Fprintln(m.Stdout, mirroredLine(k, c.Via(), rep))
 	})
 }

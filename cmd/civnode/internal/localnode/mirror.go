@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"time"
@@ -36,8 +37,10 @@ type MirrorSource struct {
 }
 
 // OpenMirrorSource makes the client of the source and pins the origin's key
-// in dir on the first run; a later run requires the same key.
-func OpenMirrorSource(ctx context.Context, dir datadir.Dir, src MirrorSource) (*transparency.Client, transparency.Key, error) {
+// in dir on the first run; a later run requires the same key. A follower
+// (not once) that must read the key from the source waits out a source that
+// is down (retry), as FollowMirror does.
+func OpenMirrorSource(ctx context.Context, logger *slog.Logger, dir datadir.Dir, src MirrorSource, once bool) (*transparency.Client, transparency.Key, error) {
 	pinned, err := dir.OriginKey()
 	if err != nil {
 		return nil, transparency.Key{}, err
@@ -54,7 +57,17 @@ func OpenMirrorSource(ctx context.Context, dir datadir.Dir, src MirrorSource) (*
 	if vkey == "" {
 		vkey = src.VerifierKey
 	}
-	k, err := transparency.MirrorKey(ctx, c, src.Token != "", vkey)
+	var k transparency.Key
+	r := retry{logger: logger, via: c.Via(), interval: src.Interval}
+	for {
+		k, err = transparency.MirrorKey(ctx, c, src.Token != "", vkey)
+		if err == nil || once || !transparency.Transient(err) {
+			break
+		}
+		if err = r.wait(ctx, err); err != nil {
+			break
+		}
+	}
 	if err != nil {
 		c.Close()
 		return nil, transparency.Key{}, err
@@ -70,17 +83,32 @@ func OpenMirrorSource(ctx context.Context, dir datadir.Dir, src MirrorSource) (*
 
 // FollowMirror runs transparency.Mirror once, or every src.Interval until
 // ctx is done or a run fails, reporting each run that stored events (and,
-// with once, the run whatever it did).
-func FollowMirror(ctx context.Context, c *transparency.Client, l *eventlog.Log, dir datadir.Dir, src MirrorSource, once bool, report func(transparency.Mirrored)) error {
+// with once, the run whatever it did). A follower waits out a failure of the
+// source that may pass (transparency.Transient: a connection refused or
+// reset, a timeout, a 5xx or 429), logging each at warn, and goes on; any
+// other failure, a problem with what the source served above all, ends it,
+// as any failure ends a run with once.
+func FollowMirror(ctx context.Context, logger *slog.Logger, c *transparency.Client, l *eventlog.Log, dir datadir.Dir, src MirrorSource, once bool, report func(transparency.Mirrored)) error {
 	opts := transparency.MirrorOptions{URL: c.Base(), API: src.Token != "", Evidence: dir.EvidencePrefix(),
 		Witnesses: src.Witnesses, Quorum: src.Quorum, MaxAge: src.MaxAge}
+	r := retry{logger: logger, via: c.Via(), interval: src.Interval}
 	for {
 		rep, err := transparency.Mirror(ctx, c, l, opts)
-		if err != nil {
-			if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return nil
+		}
+		if err != nil && !once && transparency.Transient(err) {
+			if r.wait(ctx, err) != nil {
 				return nil
 			}
+			continue
+		}
+		if err != nil {
 			return fmt.Errorf("mirror %s: %w", c.Via(), err)
+		}
+		if r.attempt > 0 {
+			logger.Info("the source answers again", "from", c.Via(), "failed_attempts", r.attempt)
+			r.attempt = 0
 		}
 		if once || rep.Events > 0 {
 			report(rep)
@@ -88,7 +116,7 @@ func FollowMirror(ctx context.Context, c *transparency.Client, l *eventlog.Log, 
 		if once {
 			return nil
 		}
-		t := time.NewTimer(max(src.Interval, 100*time.Millisecond))
+		t := time.NewTimer(max(src.Interval, minInterval))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -98,21 +126,55 @@ func FollowMirror(ctx context.Context, c *transparency.Client, l *eventlog.Log, 
 	}
 }
 
+// retry paces a follower's attempts after failures of its source that may
+// pass: one warn line for each, with how many failed in a row and when the
+// next attempt is.
+type retry struct {
+	logger   *slog.Logger
+	via      string
+	interval time.Duration
+	attempt  int // failures in a row
+}
+
+// wait logs err and waits for the next attempt (transparency.RetryDelay);
+// it returns ctx's error if ctx is done first.
+func (r *retry) wait(ctx context.Context, err error) error {
+	r.attempt++
+	d := transparency.RetryDelay(max(r.interval, minInterval), r.attempt)
+	r.logger.Warn("the source failed; retrying", "from", r.via, "attempt", r.attempt, "retry_in", d.Round(time.Millisecond), "err", err)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// minInterval is the shortest interval a follower polls at.
+const minInterval = 100 * time.Millisecond
+
 // ServeMirror is civnode serve --mirror-of: it follows the origin at src
 // into cfg.Dir as civnode mirror does and serves the chain read-only from
 // the same process. The read models are folded from the verified chain as it
 // is stored, and the stream publishes each stored group on the origin's
 // subjects. The mirror's own owner token (control.token) and observer tokens
 // authenticate readers as on a node; every write answers 403
-// read_only_mirror. A problem with the source (a fork, a rollback, an event
-// that does not verify) stops the process, after the evidence is kept.
+// read_only_mirror. A failure of the source that may pass (a connection
+// refused, a 503) is waited out while the node serves what it holds; a
+// problem with the source (a fork, a rollback, an event that does not
+// verify) stops the process, after the evidence is kept.
 func ServeMirror(ctx context.Context, cfg Config, src MirrorSource) (err error) {
 	logger, dir := cfg.Logger, cfg.Dir
 	if err := dir.Create(logger); err != nil {
 		return err
 	}
-	c, k, err := OpenMirrorSource(ctx, dir, src)
+	c, k, err := OpenMirrorSource(ctx, logger, dir, src, false)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while the source was down
+		}
 		return err
 	}
 	defer c.Close()
@@ -163,7 +225,7 @@ func ServeMirror(ctx context.Context, cfg Config, src MirrorSource) (err error) 
 		st.PublishCheckpoints(ctx, node.Log, stream.CheckpointInterval)
 	}()
 	go func() {
-		err := FollowMirror(ctx, c, node.Log, dir, src, false, func(rep transparency.Mirrored) {
+		err := FollowMirror(ctx, logger, c, node.Log, dir, src, false, func(rep transparency.Mirrored) {
 			logger.Info("mirrored", "origin", k.Origin, "tree_size", rep.Head.Size, "events", rep.Events)
 		})
 		if err != nil {
