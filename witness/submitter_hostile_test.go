@@ -8,7 +8,6 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -341,28 +340,6 @@ func TestRedirects(t *testing.T) {
 			t.Fatalf("a chain of redirects: %v after %d requests, want ErrRedirect after %d", err, hops.Load(), maxRedirects+1)
 		}
 	})
-}
-
-// TestSameOrigin: scheme, host and port, with the scheme's default port.
-func TestSameOrigin(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		same bool
-	}{
-		{"http://w.example/x", "http://w.example:80/y", true},
-		{"https://w.example/x", "https://W.EXAMPLE:443/y", true},
-		{"http://w.example:8080/x", "http://w.example:8080/y?z", true},
-		{"http://w.example/x", "https://w.example/x", false},
-		{"http://w.example:8080/x", "http://w.example:8081/x", false},
-		{"http://w.example/x", "http://other.example/x", false},
-		{"http://[::1]:80/x", "http://[::1]/x", true},
-	} {
-		a, _ := url.Parse(tc.a)
-		b, _ := url.Parse(tc.b)
-		if got := sameOrigin(a, b); got != tc.same {
-			t.Errorf("sameOrigin(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.same)
-		}
-	}
 }
 
 // TestAbsurdHeldSize: a witness that answers 409 with a size beyond
