@@ -32,7 +32,8 @@ var ownImports = map[string][]string{
 	"transparency": {"eventlog", "witness"},
 	"witness":      {"eventlog"},
 	// internal holds standard-library-only helpers (the one atomic file
-	// writer, the slog level floor, the median ops rate) that any package may
+	// writer, the slog level floor, the median ops rate, the same-origin
+	// redirect rule of outbound clients) that any package may
 	// use; it imports nothing of ours.
 	"internal": {},
 	// docs/examples holds programs an observer copies: they may lean on
