@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -35,7 +36,10 @@ func (s *Server) transparencyRoutes() {
 	s.handle(http.MethodGet, "/v1/transparency/proof/consistency", s.handleConsistencyProof, flags)
 	s.handle(http.MethodGet, "/v1/transparency/tile/*tile", s.handleTile, flags)
 	s.handle(http.MethodGet, "/v1/transparency/seal", s.handleSeal, flags)
-	s.handle(http.MethodGet, "/v1/transparency/events/*bundle", s.handleEventBundle, flags)
+	// A bundle may be far larger than a page (256 of the largest events the
+	// log stores), so it is streamed, not buffered: no handler timeout, each
+	// write bounded instead (handleEventBundle).
+	s.handle(http.MethodGet, "/v1/transparency/events/*bundle", s.handleEventBundle, flags|routeStreaming)
 }
 
 type transparencyResponse struct {
@@ -275,9 +279,14 @@ func (s *Server) handleEventBundle(w http.ResponseWriter, r *http.Request, ps ht
 		return &Error{Status: http.StatusNotFound, Code: codeTileNotFound,
 			Message: fmt.Sprintf("event bundle %s is beyond the tree, which has %d events", rest, size)}
 	}
-	buf := make([]byte, 0, t.W*512)
-	err = s.log.ScanRaw(r.Context(), uint64(first)+1, uint64(first)+uint64(t.W), func(_ uint64, raw []byte) error {
-		buf = append(append(buf, raw...), '\n')
+	// The bundle is sent as it is read, never held whole: 256 of the largest
+	// events the log stores (eventlog.MaxEventSize) would be half a gigabyte.
+	// A first pass over the same events, immutable once stored, gives the
+	// Content-Length that a static host of the same bundle sends.
+	from, to := uint64(first)+1, uint64(first)+uint64(t.W)
+	var length int64
+	err = s.log.ScanRaw(r.Context(), from, to, func(_ uint64, raw []byte) error {
+		length += int64(len(raw)) + 1
 		return nil
 	})
 	if err != nil {
@@ -287,10 +296,34 @@ func (s *Server) handleEventBundle(w http.ResponseWriter, r *http.Request, ps ht
 	h.Set("Content-Type", "application/x-ndjson")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", tileCacheControl)
-	h.Set("Content-Length", strconv.Itoa(len(buf)))
-	_, _ = w.Write(buf)
+	h.Set("Content-Length", strconv.FormatInt(length, 10))
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return nil
+	}
+	// Each write must make progress within exportWriteIdle, as an export's
+	// do: a client that stops reading is cut off, one that reads slowly is not.
+	wire := &deadlineWriter{w: w, rc: http.NewResponseController(w), idle: s.exportWriteIdle}
+	err = s.log.ScanRaw(r.Context(), from, to, func(_ uint64, raw []byte) error {
+		if _, err := wire.Write(raw); err != nil {
+			return err
+		}
+		_, err := wire.Write(newline)
+		return err
+	})
+	if err != nil {
+		if r.Context().Err() == nil {
+			s.logger.LogAttrs(r.Context(), slog.LevelWarn, "event bundle cut short",
+				slog.Uint64("from_seq", from), slog.Int64("bytes_sent", wire.n), slog.String("err", err.Error()))
+		}
+		// The header is sent: cutting the connection is how the client
+		// learns that the body is short of its Content-Length.
+		panic(http.ErrAbortHandler)
+	}
 	return nil
 }
+
+var newline = []byte{'\n'}
 
 // treeParam parses a tree size, seq or bound: a decimal integer from 1 to
 // 2^63-1, digits only. A required parameter that is absent is 400 too.
