@@ -454,16 +454,18 @@ func ParseSettlementResponse(header http.Header) (*SettlementResponse, error) {
 }
 
 // decodeHeaderJSON undoes a header's base64 and checks that what is left is
-// one JSON object. Padding is optional: some encoders drop it.
+// one JSON object. Padding is optional: some encoders drop it. The padded
+// form is tried first and the unpadded one after it, rather than choosing by
+// the value's length: the decoder skips line breaks, so the length does not
+// say which form a value is in.
 func decodeHeaderJSON(v string) ([]byte, error) {
 	v = strings.TrimSpace(v)
-	enc := base64.StdEncoding
-	if !strings.HasSuffix(v, "=") && len(v)%4 != 0 {
-		enc = base64.RawStdEncoding
-	}
-	b, err := enc.DecodeString(v)
+	b, err := base64.StdEncoding.DecodeString(v)
 	if err != nil {
-		return nil, fmt.Errorf("decode base64: %w", err)
+		var rawErr error
+		if b, rawErr = base64.RawStdEncoding.DecodeString(v); rawErr != nil {
+			return nil, fmt.Errorf("decode base64: %w", err)
+		}
 	}
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 || b[0] != '{' || !json.Valid(b) {
