@@ -12,8 +12,8 @@ import (
 // on fsyncs; on two cores Go's scheduler then gives the flush a core for as
 // long as it runs, up to a second and a half every few seconds, and in those
 // windows the node serves half its requests at twice the latency. They held
-// 82 % of the requests over the p99 (docs/benchmarks.md, "The write path,
-// round six").
+// 82 % of the requests over the p99 (docs/benchmarks.md, "Pacing Pebble's
+// background work").
 //
 // The pacer wraps the store's file system. Each sstable a flush or a
 // compaction writes is a pacedFile, which before each write sleeps k times

@@ -15,7 +15,7 @@ import (
 // tail check, and its key, a SHA-256, was the one random key of every append:
 // each memtable flush overlapped the whole index in Lbase, so compactions
 // rewrote it again and again, more the longer the history (docs/benchmarks.md,
-// "The write path, round six"). Schema 2 has no such index. The move is one
+// "A store without a random key"). Schema 2 has no such index. The move is one
 // synced batch, a range deletion of the space and the new version, so a crash
 // leaves the store in one layout or the other.
 func (l *Log) checkSchema() error {

@@ -30,8 +30,8 @@ import (
 //
 // so chain − handler is the middleware's cost per request. The clients run in
 // parallel (b.RunParallel, 64 per core with -cpu N: -test.cpu sets GOMAXPROCS,
-// SetParallelism the goroutines per core). See docs/benchmarks.md, "The write
-// path: the HTTP layer".
+// SetParallelism the goroutines per core). See docs/benchmarks.md, "The HTTP
+// layer".
 //
 //	go test ./http -run '^$' -bench HandlerChain -benchmem -count 6
 func BenchmarkHandlerChain(b *testing.B) {

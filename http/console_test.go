@@ -347,8 +347,8 @@ func sameOrigin(ref string) bool {
 	return err == nil && u.Scheme == "" && u.Host == "" && !strings.HasPrefix(ref, "//")
 }
 
-// TestConsoleIndexHTML holds the page to what its CSP enforces and what the
-// issue asks: scripts only from its own files, no inline script, handler or
+// TestConsoleIndexHTML holds the page to what its CSP enforces and to the
+// console's own rules: scripts only from its own files, no inline script, handler or
 // style; every reference same-origin and served; every form control labelled.
 func TestConsoleIndexHTML(t *testing.T) {
 	nodes := parseHTML(t, consoleFiles["index.html"].body)

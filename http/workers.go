@@ -7,7 +7,7 @@ import "time"
 // handler (body walk, decode, the command, the answer's encoding) grows it
 // several times over, each time copying it whole: on a new goroutine per
 // request that was ≈ 8 % of the HTTP layer's CPU (docs/benchmarks.md, "The
-// write path: the HTTP layer"). A kept goroutine has grown already.
+// HTTP layer"). A kept goroutine has grown already.
 //
 // A handler is given to an idle worker if there is one, and to a new one
 // otherwise, so a slow or abandoned handler never holds up another: the

@@ -68,7 +68,7 @@ func soakLength(t *testing.T) (time.Duration, bool) {
 }
 
 // soakHealthP99 is the bound on GET /v1/health's 99th percentile latency
-// during the full form (the "answers within 50 ms").
+// during the full form: a node under load still answers within 50 ms.
 const soakHealthP99 = 50 * time.Millisecond
 
 // TestSoakMixed runs a mixed load: writers taking missions through their whole

@@ -21,12 +21,12 @@ import (
 	civhttp "github.com/civnode/civnode/http"
 )
 
-// The hostile phase, the scenario of the issue that brought the response budget:
-// 150 of the largest events the API accepts, read in the largest pages it serves
-// by 8, then 32, then 128 clients that read fast and 3 that never read, while a
-// probe checks that the node still answers.
+// The hostile phase, the load the response budget bounds (docs/benchmarks.md,
+// "Memory under 128 readers"): 150 of the largest events the API accepts, read
+// in the largest pages it serves by 8, then 32, then 128 clients that read fast
+// and 3 that never read, while a probe checks that the node still answers.
 const (
-	// hostileMissions is the issue's scenario: 150 events of ~1 MiB.
+	// hostileMissions is the scenario's size: 150 events of ~1 MiB.
 	hostileMissions = 150
 	// hostileResultChars control characters escape to 6 bytes each in JSON
 	// ("\u0001"): a result of 174,000 bytes, under the 256 KiB result limit,
@@ -34,7 +34,7 @@ const (
 	hostileResultChars = 174000
 	hostileWriters     = 4
 	// hostileStalled clients send a full-page GET on a raw connection and never
-	// read a byte of the answer, as the issue's did.
+	// read a byte of the answer, which holds a page until the write deadline.
 	hostileStalled = 3
 	hostilePoll    = 100 * time.Millisecond
 	// hostileRSSPoll spaces the samples of the node's VmRSS during a level.
@@ -54,7 +54,7 @@ const (
 	hostilePath = "/v1/events?type=mission.completed&limit=1000"
 )
 
-// hostileLevels are the reader counts of the issue's table; the last is
+// hostileLevels are the reader counts of the phase's levels; the last is
 // 128 concurrent full-page readers, the scale docs/limits.md states its bound at.
 var hostileLevels = []int{8, 32, 128}
 
