@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+	"text/tabwriter"
 )
 
 // row is one figure of the report: its JSON key (also its name in the
@@ -209,13 +209,16 @@ func (r *Results) WriteTable(w io.Writer) error {
 		}
 		t.add(br.key, value, unit, limit, ratio, br.target)
 	}
-	t.write(&b, []bool{false, true, false, false, true, false})
+	if err := t.write(&b); err != nil {
+		return err
+	}
 	_, err := w.Write(b.Bytes())
 	return err
 }
 
-// textTable lays out rows in columns two spaces apart; a section title takes a
-// line of its own after a blank line.
+// textTable lays out rows in columns two spaces apart with text/tabwriter; a
+// section title takes a line of its own after a blank line, and starts the
+// section's own column widths.
 type textTable struct {
 	rows [][]string // a row of one cell is a section title
 }
@@ -224,35 +227,27 @@ func (t *textTable) section(title string) { t.rows = append(t.rows, []string{tit
 
 func (t *textTable) add(cells ...string) { t.rows = append(t.rows, cells) }
 
-func (t *textTable) write(w io.Writer, right []bool) {
-	width := make([]int, len(right))
+// write ends every cell with a tab, so that an empty last cell still holds
+// its column, and trims the padding this leaves at the end of a line.
+func (t *textTable) write(w io.Writer) error {
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	for _, r := range t.rows {
 		if len(r) == 1 {
+			fmt.Fprintf(tw, "\n%s\n", r[0])
 			continue
 		}
-		for i, c := range r {
-			width[i] = max(width[i], utf8.RuneCountInString(c))
+		fmt.Fprintf(tw, "  %s\t\n", strings.Join(r, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for line := range strings.Lines(b.String()) {
+		if _, err := io.WriteString(w, strings.TrimRight(line, " \n")+"\n"); err != nil {
+			return err
 		}
 	}
-	for _, r := range t.rows {
-		if len(r) == 1 {
-			fmt.Fprintf(w, "\n%s\n", r[0])
-			continue
-		}
-		var line strings.Builder
-		for i, c := range r {
-			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
-			if i > 0 {
-				line.WriteString("  ")
-			}
-			if right[i] {
-				line.WriteString(pad + c)
-			} else {
-				line.WriteString(c + pad)
-			}
-		}
-		fmt.Fprintln(w, "  "+strings.TrimRight(line.String(), " "))
-	}
+	return nil
 }
 
 // human formats a figure for the table: thousands separated above 1,000, three
