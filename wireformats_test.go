@@ -21,7 +21,6 @@ import (
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/eventlog/events"
 	"github.com/ethereum/go-ethereum/crypto"
-	"github.com/ethereum/go-ethereum/signer/core/apitypes"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -412,11 +411,45 @@ func TestWireFormatExamples(t *testing.T) {
 // the requirement, the development key's signature, and the X-PAYMENT header.
 func checkPaymentExamples(t *testing.T, blocks map[string]string) {
 	const devKey = "ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"
-	var td apitypes.TypedData
+	// The typed data as viem's signTypedData takes it; its digest is the
+	// node's over the same domain and message, once its types are
+	// TransferWithAuthorization's (the pinned vector of
+	// commands/servicenet, which viem recomputes, holds that digest).
+	var td struct {
+		Types       map[string][]struct{ Name, Type string } `json:"types"`
+		PrimaryType string                                   `json:"primaryType"`
+		Domain      struct{ Name, Version, ChainID, VerifyingContract string }
+		Message     map[string]any `json:"message"`
+	}
 	if err := json.Unmarshal([]byte(block(t, blocks, "eip712")), &td); err != nil {
 		t.Fatal(err)
 	}
-	digest, _, err := apitypes.TypedDataAndHash(td)
+	encodeType := func(name string) string {
+		fields := make([]string, len(td.Types[name]))
+		for i, f := range td.Types[name] {
+			fields[i] = f.Type + " " + f.Name
+		}
+		return name + "(" + strings.Join(fields, ",") + ")"
+	}
+	if got, want := encodeType("EIP712Domain"), "EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)"; got != want {
+		t.Errorf("the typed data's domain type is %s, want %s", got, want)
+	}
+	if got, want := encodeType(td.PrimaryType), "TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"; got != want || len(td.Types) != 2 {
+		t.Errorf("the typed data's primary type is %s (of %d types), want %s alone", got, len(td.Types), want)
+	}
+	msg := td.Message
+	str := func(k string) string { s, _ := msg[k].(string); return s }
+	num := func(k string) *big.Int { n, _ := new(big.Int).SetString(str(k), 10); return n }
+	nonce, err := hex.DecodeString(strings.TrimPrefix(str("nonce"), "0x"))
+	if err != nil || len(nonce) != 32 {
+		t.Fatalf("nonce %q: %v", str("nonce"), err)
+	}
+	typedChainID, _ := new(big.Int).SetString(td.Domain.ChainID, 10)
+	digest, err := servicenet.TransferAuthorizationHash(servicenet.TransferAuthorization{
+		TokenName: td.Domain.Name, TokenVersion: td.Domain.Version, ChainID: typedChainID, VerifyingContract: td.Domain.VerifyingContract,
+		From: str("from"), To: str("to"), Value: num("value"), ValidAfter: num("validAfter"),
+		ValidBefore: num("validBefore"), Nonce: [32]byte(nonce),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,13 +465,6 @@ func checkPaymentExamples(t *testing.T, blocks map[string]string) {
 	req, err := p.Select("base-sepolia")
 	if err != nil {
 		t.Fatal(err)
-	}
-	msg := td.Message
-	str := func(k string) string { s, _ := msg[k].(string); return s }
-	num := func(k string) *big.Int { n, _ := new(big.Int).SetString(str(k), 10); return n }
-	nonce, err := hex.DecodeString(strings.TrimPrefix(str("nonce"), "0x"))
-	if err != nil || len(nonce) != 32 {
-		t.Fatalf("nonce %q: %v", str("nonce"), err)
 	}
 	chainID, err := servicenet.ChainID(req.Network)
 	if err != nil {

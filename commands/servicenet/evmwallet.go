@@ -9,9 +9,7 @@ import (
 	"strings"
 
 	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/common/math"
 	"github.com/ethereum/go-ethereum/crypto"
-	"github.com/ethereum/go-ethereum/signer/core/apitypes"
 )
 
 // EVMWallet is a Wallet holding a local secp256k1 key. The key never leaves
@@ -78,34 +76,31 @@ func (w *EVMWallet) SignTransferAuthorization(ctx context.Context, a TransferAut
 	return sig, nil
 }
 
-// transferAuthorizationTypes is EIP-3009's TransferWithAuthorization under an
-// EIP-712 domain of name, version, chainId and verifyingContract, the types
-// USDC and the x402 exact scheme sign.
-var transferAuthorizationTypes = apitypes.Types{
-	"EIP712Domain": {
-		{Name: "name", Type: "string"},
-		{Name: "version", Type: "string"},
-		{Name: "chainId", Type: "uint256"},
-		{Name: "verifyingContract", Type: "address"},
-	},
-	"TransferWithAuthorization": {
-		{Name: "from", Type: "address"},
-		{Name: "to", Type: "address"},
-		{Name: "value", Type: "uint256"},
-		{Name: "validAfter", Type: "uint256"},
-		{Name: "validBefore", Type: "uint256"},
-		{Name: "nonce", Type: "bytes32"},
-	},
-}
+// The EIP-712 type hashes of EIP-3009's TransferWithAuthorization under a
+// domain of name, version, chainId and verifyingContract: the types USDC and
+// the x402 exact scheme sign. Each is the Keccak-256 of the type's encoding,
+// its fields in the order the contract declares them.
+var (
+	domainTypeHash = crypto.Keccak256(
+		[]byte("EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)"))
+	transferAuthorizationTypeHash = crypto.Keccak256(
+		[]byte("TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"))
+)
 
 // TransferAuthorizationHash is the EIP-712 digest of a, the 32 bytes the
-// payer signs and the token contract recovers the signer from.
+// payer signs and the token contract recovers the signer from:
+// keccak256(0x19 0x01 ‖ domainSeparator ‖ hashStruct(message)), where each
+// hashStruct is keccak256 of the type hash and the fields as 32-byte words (a
+// string as its keccak256, a number big-endian, an address left-padded).
 func TransferAuthorizationHash(a TransferAuthorization) ([]byte, error) {
 	if a.TokenName == "" || a.TokenVersion == "" {
 		return nil, errors.New("transfer authorization: missing token name or version")
 	}
 	if a.ChainID == nil || a.ChainID.Sign() <= 0 {
 		return nil, errors.New("transfer authorization: missing chain id")
+	}
+	if a.ChainID.Cmp(maxUint256) > 0 {
+		return nil, errors.New("transfer authorization: chainId is not a uint256")
 	}
 	for _, n := range []struct {
 		name string
@@ -115,39 +110,23 @@ func TransferAuthorizationHash(a TransferAuthorization) ([]byte, error) {
 			return nil, fmt.Errorf("transfer authorization: %s is not a uint256", n.name)
 		}
 	}
-	addrs := make(map[string]common.Address, 3)
-	for _, f := range []struct{ name, v string }{
+	var addrs [3][]byte
+	for i, f := range []struct{ name, v string }{
 		{"verifyingContract", a.VerifyingContract}, {"from", a.From}, {"to", a.To},
 	} {
 		addr, err := parseAddress(f.v)
 		if err != nil {
 			return nil, fmt.Errorf("transfer authorization: %s: %w", f.name, err)
 		}
-		addrs[f.name] = addr
+		addrs[i] = common.LeftPadBytes(addr.Bytes(), 32)
 	}
-	td := apitypes.TypedData{
-		Types:       transferAuthorizationTypes,
-		PrimaryType: "TransferWithAuthorization",
-		Domain: apitypes.TypedDataDomain{
-			Name:              a.TokenName,
-			Version:           a.TokenVersion,
-			ChainId:           (*math.HexOrDecimal256)(new(big.Int).Set(a.ChainID)),
-			VerifyingContract: addrs["verifyingContract"].Hex(),
-		},
-		Message: apitypes.TypedDataMessage{
-			"from":        addrs["from"].Hex(),
-			"to":          addrs["to"].Hex(),
-			"value":       new(big.Int).Set(a.Value),
-			"validAfter":  new(big.Int).Set(a.ValidAfter),
-			"validBefore": new(big.Int).Set(a.ValidBefore),
-			"nonce":       a.Nonce[:],
-		},
-	}
-	digest, _, err := apitypes.TypedDataAndHash(td)
-	if err != nil {
-		return nil, fmt.Errorf("transfer authorization: EIP-712 hash: %w", err)
-	}
-	return digest, nil
+	word := func(n *big.Int) []byte { return n.FillBytes(make([]byte, 32)) }
+	domain := crypto.Keccak256(domainTypeHash,
+		crypto.Keccak256([]byte(a.TokenName)), crypto.Keccak256([]byte(a.TokenVersion)),
+		word(a.ChainID), addrs[0])
+	message := crypto.Keccak256(transferAuthorizationTypeHash,
+		addrs[1], addrs[2], word(a.Value), word(a.ValidAfter), word(a.ValidBefore), a.Nonce[:])
+	return crypto.Keccak256([]byte{0x19, 0x01}, domain, message), nil
 }
 
 // RecoverTransferAuthorization is the EIP-55 address whose key made sig over
