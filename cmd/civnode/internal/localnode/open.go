@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"log/slog"
+	"time"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/core"
@@ -97,17 +98,30 @@ func rebuildLogger(logger *slog.Logger) eventlog.RebuildProgress {
 }
 
 // progressLogger logs msg with the seq reached about every 5 % of the way, so
-// an operator watching a long start sees it move.
+// an operator watching a long start sees it move, and at most a line a
+// second, so a short start logs next to nothing.
 func progressLogger(logger *slog.Logger, msg string) eventlog.RebuildProgress {
+	return progressLoggerAt(logger, msg, time.Now)
+}
+
+// progressLoggerAt is progressLogger reading the time from now. A line
+// waits for both its 5 % step and a second since the start or the line
+// before it.
+func progressLoggerAt(logger *slog.Logger, msg string, now func() time.Time) eventlog.RebuildProgress {
 	var step, next uint64
+	var last time.Time
 	return func(done, total uint64) {
 		if step == 0 {
 			step = max(total/20, 1)
 			next = done
+			last = now()
 		}
-		if done >= next || done == total {
+		if done < next {
+			return
+		}
+		if t := now(); t.Sub(last) >= time.Second {
 			logger.Info(msg, "seq", done, "tip_seq", total)
-			next = done + step
+			next, last = done+step, t
 		}
 	}
 }
