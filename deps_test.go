@@ -23,18 +23,18 @@ var ownImports = map[string][]string{
 	"stream":      {"eventlog"},
 	"http":        {"commands", "projections", "eventlog", "stream", "witness"},
 	"cmd":         {"*"},
-	// The oracle's unix-socket channel runs the commands' inputs and errors,
-	// answers a log that cannot write as unavailable, and decodes its lines by
-	// http's I-JSON rule, the one rule for request bodies.
-	"oraclesock": {"commands", "eventlog", "http"},
+	// The oracle's unix-socket channel runs the commands' inputs and errors
+	// and answers a log that cannot write as unavailable; it decodes its lines
+	// by the one rule for request bodies, internal/ijson, not through http.
+	"oraclesock": {"commands", "eventlog"},
 	// The transparency tools read and check what the log signs; they reach a
 	// node's API with plain net/http, not through package http.
 	"transparency": {"eventlog", "witness"},
 	"witness":      {"eventlog"},
-	// internal holds standard-library-only helpers (the one atomic file
+	// internal holds helpers that any package may use (the one atomic file
 	// writer, the slog level floor, the median ops rate, the same-origin
-	// redirect rule of outbound clients) that any package may
-	// use; it imports nothing of ours.
+	// redirect rule of outbound clients, the I-JSON codec); it imports
+	// nothing of ours.
 	"internal": {},
 	// docs/examples holds programs an observer copies: they may lean on
 	// nothing of ours.
@@ -69,8 +69,9 @@ var thirdParty = map[string][]string{
 	// element for each signature and a batch shares one inversion among all of
 	// its signatures, which stay byte for byte ed25519.Sign's.
 	"filippo.io/edwards25519": {"eventlog"},
-	// Request bodies are decoded, as I-JSON, at the HTTP edge only.
-	"github.com/go-json-experiment/json": {"http"},
+	// JSON a client sends (request bodies, the oracle socket's lines) is
+	// decoded, as I-JSON, by internal/ijson only.
+	"github.com/go-json-experiment/json": {"internal"},
 	// x402 payments: EIP-712 hashing and secp256k1 signing, behind the
 	// registry client's Wallet interface.
 	"github.com/ethereum/go-ethereum": {"commands", "cmd"},

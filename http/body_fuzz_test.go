@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/civnode/civnode/commands"
+	"github.com/civnode/civnode/internal/ijson"
 )
 
 // bodyKind is the body of one POST route, decoded as its handler decodes it.
@@ -61,7 +62,7 @@ const fuzzBodyLimit = 2048
 // into the route's own input type) and holds that:
 //   - a body over the limit is 413 body_too_large, whatever it holds;
 //   - under it, decodeJSON is decodeBody: the same value or the same error;
-//   - a body that is not I-JSON is refused as checkIJSON refuses it, the same
+//   - a body that is not I-JSON is refused as ijson.Check refuses it, the same
 //     whatever the route (I-JSON is decided first and apart from the type);
 //   - every other refusal is a 400 invalid_json, unknown_field naming a member
 //     the body has, or invalid_field naming a member path the body has;
@@ -106,8 +107,8 @@ func FuzzDecodeRequestBody(f *testing.F) {
 		if !sameError(err, werr) || !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: %q: decodeJSON %v %#v, decodeBody %v %#v", k.route, body, err, got, werr, want)
 		}
-		if ierr := checkIJSON(body); ierr != nil && !sameError(err, ierr) {
-			t.Fatalf("%s: %q: %v, but checkIJSON says %v", k.route, body, err, ierr)
+		if ierr := clientError(ijson.Check(body)); ierr != nil && !sameError(err, ierr) {
+			t.Fatalf("%s: %q: %v, but ijson.Check says %v", k.route, body, err, ierr)
 		}
 		if err != nil {
 			checkClientError(t, body, err)

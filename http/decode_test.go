@@ -2,8 +2,6 @@ package http
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -199,47 +197,6 @@ func TestIJSONEndpoints(t *testing.T) {
 	for _, want := range []string{`"title":"Escort 😀 and 😀"`, `"😀":"😀"`, `"mood":"😀"`} {
 		if !strings.Contains(string(ev.Payload), want) {
 			t.Errorf("signed payload %s lacks %s", ev.Payload, want)
-		}
-	}
-}
-
-// TestDecodeDuplicateNames: a name twice in one object, at any depth, is 400
-// invalid_json naming it by its path; equal names in different objects are not
-// duplicates.
-func TestDecodeDuplicateNames(t *testing.T) {
-	many := `{`
-	for i := range 40 {
-		many += `"k` + string(rune('a'+i%26)) + string(rune('a'+i/26)) + `":1,`
-	}
-	for in, want := range map[string]string{
-		`{"a":1,"b":2}`:                        "",
-		`{"a":1,"a":2}`:                        "a",
-		`{"a":{"x":1,"x":2}}`:                  "a.x",
-		`{"a":[{"x":1},{"x":2}],"b":1}`:        "",
-		`{"a":[{"x":1,"y":[1,2],"x":3}]}`:      "a.x",
-		`{"a":{"b":{}},"c":{"b":1},"a":0}`:     "a",
-		`{"reward":{"agent_credit":1},"r":{}}`: "",
-		`[1,2,{"k":1,"k":1}]`:                  "k",
-		`{"a":"x,\"a\":1","b":2}`:              "",
-		`{"a":1,"\u0061":2}`:                   "a",
-		`{"a":{"b":1},"c":[{"b":1},{"b":2}],"d":{"e":{"f":1,"f":2}}}`: "d.e.f",
-		many + `"kaa":2}`:             "kaa",
-		many + `"zz":2}`:              "",
-		`{"a":"\\","a":1}`:            "a",
-		`{"0":{"1":[{"2":1,"2":2}]}}`: "0.1.2",
-	} {
-		var v any
-		err := decodeBody([]byte(in), &v)
-		if want == "" {
-			if err != nil {
-				t.Errorf("%s: %v", in, err)
-			}
-			continue
-		}
-		var e *Error
-		if !errors.As(err, &e) || e.Code != codeInvalidJSON || e.Field != want ||
-			e.Message != fmt.Sprintf("field %q appears more than once", want) {
-			t.Errorf("%s: got %v, want invalid_json naming %q", in, err, want)
 		}
 	}
 }

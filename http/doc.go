@@ -2,6 +2,14 @@
 // HTTP/JSON. It adapts the core packages to HTTP and owns nothing of their rules: it
 // authenticates, parses and bounds requests, calls the core, and renders the result.
 //
+// [New] builds the [Server] from [Options] (the log, the read models, the
+// commands, the stream, the [Tokens] service, the limits and their Default…
+// values); [Server.Serve] serves a listener until its context ends, and a
+// Server is an http.Handler too. [Error] is a failure the client can act on,
+// as handlers return it. [NewMetrics] makes the node's Prometheus registry
+// ([Metrics]), which Options carries and the log's and the registry
+// client's hooks report into.
+//
 // # Responses
 //
 // Every response body is one JSON object with Content-Type application/json, and
@@ -53,7 +61,7 @@
 //
 // Request bodies (decode.go) are limited to Options.BodyLimit (413 "body_too_large")
 // and must be exactly one JSON value with no unknown fields (400 "unknown_field"),
-// well formed and I-JSON, RFC 7493, anywhere (400 "invalid_json"; decode_ijson.go)
+// well formed and I-JSON, RFC 7493, anywhere (400 "invalid_json"; internal/ijson)
 // and of the right types (400 "invalid_field" with the dotted path of the field).
 //
 // # Time limits
@@ -138,13 +146,15 @@
 //
 // # Client
 //
-// Both ends of the owner's channel to a running node live here. Client
-// (client.go) is the CLI's client of the API as the node's owner: it sends the
+// Both ends of the owner's channel to a running node live here. [Client]
+// ([NewClient]; client.go) is the CLI's client of the API as the node's
+// owner, with [ClientTimeout] a call: it sends the
 // owner token only over connections its caller's dial function checked, the
 // control socket in the data dir or a TCP connection on which the node first
-// proved, with ProveNode, that it holds the node key (the server half is
-// handleNodeProof). Call maps the node's refusals back onto *commands.Error.
-// On the server side, ControlSocketListener names every connection of the
-// control socket unix:control.sock, and MergeListeners lets one http.Server
-// serve it beside the TCP listener.
+// proved, with [ProveNode], that it holds the node key (the server half is
+// handleNodeProof; an answer is at most [ProofAnswerLimit] bytes). Call maps
+// the node's refusals back onto *commands.Error; a backup's [Snapshot] is one
+// of its answers. On the server side, [ControlSocketListener] names every
+// connection of the control socket unix:control.sock, and [MergeListeners]
+// lets one http.Server serve it beside the TCP listener ([MergedListener]).
 package http

@@ -13,6 +13,7 @@ import (
 
 	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/ijson"
 )
 
 // Error is a failure the client can act on. Handlers return it (or wrap it); the
@@ -37,9 +38,9 @@ func (e *Error) Error() string {
 // The error codes (docs/api.md, "Conventions") that this package produces, plus the availability codes that
 // table leaves open.
 const (
-	codeInvalidJSON         = "invalid_json"
-	codeUnknownField        = "unknown_field"
-	codeInvalidField        = "invalid_field"
+	codeInvalidJSON         = ijson.CodeInvalidJSON
+	codeUnknownField        = ijson.CodeUnknownField
+	codeInvalidField        = ijson.CodeInvalidField
 	codeInvalidQuery        = "invalid_query"
 	codeInvalidHeader       = "invalid_header"
 	codeUnsupportedEncoding = "unsupported_content_encoding"
@@ -88,14 +89,15 @@ func invalidJSON(format string, args ...any) *Error {
 	return &Error{Status: http.StatusBadRequest, Code: codeInvalidJSON, Message: fmt.Sprintf(format, args...)}
 }
 
-func unknownField(field string) *Error {
-	return &Error{Status: http.StatusBadRequest, Code: codeUnknownField, Field: field,
-		Message: fmt.Sprintf("unknown field %q", field)}
-}
-
 func invalidField(field, format string, args ...any) *Error {
 	return &Error{Status: http.StatusBadRequest, Code: codeInvalidField, Field: field,
 		Message: fmt.Sprintf(format, args...)}
+}
+
+// codecError is a body the I-JSON codec refused: invalid_json, unknown_field
+// or invalid_field with the codec's field and message.
+func codecError(e *ijson.Error) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: e.Code, Field: e.Field, Message: e.Message}
 }
 
 // invalidQuery is a query string that does not parse, a repeated parameter or a

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/civnode/civnode/internal/ijson"
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -81,7 +82,7 @@ func checkClientError(t *testing.T, body []byte, err error) {
 	if e.Status != http.StatusBadRequest || e.Message == "" {
 		t.Fatalf("%q: error %#v, want a 400 with a message", body, e)
 	}
-	if !utf8.ValidString(e.Field) || strings.ContainsFunc(e.Field, isNoncharacter) {
+	if !isIJSONText(e.Field) {
 		t.Fatalf("%q: field %q is not I-JSON text", body, e.Field)
 	}
 	switch e.Code {
@@ -91,7 +92,7 @@ func checkClientError(t *testing.T, body []byte, err error) {
 	default:
 		t.Fatalf("%q: code %q, want invalid_json, unknown_field or invalid_field", body, e.Code)
 	}
-	// The body is I-JSON here (checkIJSON passed), so its names can be listed.
+	// The body is I-JSON here (ijson.Check passed), so its names can be listed.
 	// A field may be "" only when the body has a member of that name.
 	names, paths := memberNames(t, body)
 	switch {
@@ -102,6 +103,14 @@ func checkClientError(t *testing.T, body []byte, err error) {
 	}
 }
 
+// isIJSONText reports whether s may stand in an I-JSON document as it is:
+// valid UTF-8, which encoding/json would otherwise mend, and no character
+// that the codec refuses.
+func isIJSONText(s string) bool {
+	b, err := json.Marshal(s)
+	return err == nil && utf8.ValidString(s) && ijson.Check(b) == nil
+}
+
 // memberNames lists, by encoding/json's tokenizer, every member name of body
 // at any depth, and every member's path as the API names one: the names on
 // the way joined by dots, array indexes left out.
@@ -109,7 +118,7 @@ func memberNames(t *testing.T, body []byte) (names, paths map[string]bool) {
 	t.Helper()
 	var v any
 	if err := json.Unmarshal(body, &v); err != nil {
-		t.Fatalf("%q: passed checkIJSON, but encoding/json refuses it: %v", body, err)
+		t.Fatalf("%q: passed ijson.Check, but encoding/json refuses it: %v", body, err)
 	}
 	names, paths = map[string]bool{}, map[string]bool{}
 	var walk func(prefix string, v any)

@@ -1,7 +1,11 @@
 // Package oraclesock is the oracle's unix-socket channel: how civnode oracle
-// reaches the node running on its data dir. It holds both ends, the server the
-// node runs ([Serve]) and the client the CLI dials ([Dial]), the wire types and
-// the one table that turns an error into an answer ([ErrorOf]).
+// reaches the node running on its data dir. It holds both ends, the [Server]
+// the node runs ([Serve], over the node's [Service]) and the [Client] the CLI
+// dials ([Dial]), the wire types ([Request], [Response], [Failure], …) and the
+// one table that turns an error into an answer ([ErrorOf]). [CheckPayload] is
+// the socket's rule for a feed's payload, which a caller that publishes
+// without the socket applies too, so that both ways answer a bad payload
+// alike.
 //
 // The oracle has no HTTP endpoint, so this channel is not HTTP either: the node
 // listens on <data-dir>/oracle.sock, a unix socket with mode 0600 inside the
@@ -27,10 +31,10 @@
 // encoded without HTML escaping ([Marshal]): a feed's payload crosses in the
 // very bytes its signature covers.
 //
-// A request line is decoded by the rule the HTTP API holds request bodies to:
-// I-JSON (valid UTF-8, no lone surrogate, no name twice), member names matched
-// exactly, unknown members and trailing data refused; any such fault is
-// invalid_json naming the member at fault. Every line is answered with exactly
+// A request line is decoded by the rule the HTTP API holds request bodies to
+// (internal/ijson): I-JSON (valid UTF-8, no lone surrogate, no name twice),
+// member names matched exactly, unknown members and trailing data refused; any
+// such fault is invalid_json naming the member at fault. Every line is answered with exactly
 // one of result and error.
 //
 // # Errors

@@ -8,7 +8,7 @@ import (
 
 	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/eventlog"
-	civhttp "github.com/civnode/civnode/http"
+	"github.com/civnode/civnode/internal/ijson"
 )
 
 // kinds names the kinds of commands.Error on the wire.
@@ -70,15 +70,15 @@ func (f *Failure) err(via string) error {
 }
 
 // decodeStrict decodes b, one JSON value, into v by the rule the HTTP API
-// holds request bodies to (the package doc). Its errors are *civhttp.Error.
-func decodeStrict(b []byte, v any) error { return civhttp.DecodeIJSON(b, v) }
+// holds request bodies to (the package doc). Its refusals are *ijson.Error.
+func decodeStrict(b []byte, v any) error { return ijson.Decode(b, v) }
 
 // jsonError is the answer to a request line or args (what) that decodeStrict
 // refused: invalid_json, whatever the fault, naming the member at fault as the
 // commands name their fields (args.as is as).
 func jsonError(what string, err error) error {
 	e := &commands.Error{Kind: commands.KindInvalid, Code: "invalid_json", Message: what + ": " + err.Error()}
-	var he *civhttp.Error
+	var he *ijson.Error
 	if errors.As(err, &he) {
 		e.Message, e.Field = what+": "+he.Message, strings.TrimPrefix(he.Field, "args.")
 		if e.Field == "" && what == "args" {

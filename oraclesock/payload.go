@@ -6,7 +6,7 @@ import (
 	"errors"
 
 	"github.com/civnode/civnode/commands"
-	civhttp "github.com/civnode/civnode/http"
+	"github.com/civnode/civnode/internal/ijson"
 )
 
 // CheckPayload refuses, with the commands' own error, a feed payload that
@@ -22,9 +22,9 @@ func CheckPayload(p json.RawMessage) error {
 	case !json.Valid(p):
 		return commands.Invalid("payload", "payload must be JSON")
 	}
-	if err := civhttp.CheckIJSON(p); err != nil {
+	if err := ijson.Check(p); err != nil {
 		msg := err.Error()
-		var he *civhttp.Error
+		var he *ijson.Error
 		if errors.As(err, &he) {
 			msg = he.Message
 		}

@@ -16,7 +16,7 @@ import (
 	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/eventlog/events"
-	civhttp "github.com/civnode/civnode/http"
+	"github.com/civnode/civnode/internal/ijson"
 	"github.com/civnode/civnode/oraclesock"
 )
 
@@ -111,7 +111,7 @@ func runFeedCLI(t *testing.T, dir string, stdin []byte, wantCode int, args ...st
 
 // decodeStrict decodes b by the rule the oracle socket holds its lines to:
 // I-JSON, member names matched exactly, unknown members refused.
-func decodeStrict(b []byte, v any) error { return civhttp.DecodeIJSON(b, v) }
+func decodeStrict(b []byte, v any) error { return ijson.Decode(b, v) }
 
 // runFeedJSON runs one oracle command with --json and decodes its one line.
 func runFeedJSON(t *testing.T, dir string, wantCode int, v any, args ...string) cliResult {

@@ -1,4 +1,4 @@
-package http
+package ijson
 
 import (
 	"bytes"
@@ -12,8 +12,8 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 )
 
-// FuzzDecodeIJSON: decodeBody and a reference built from other parsers agree on
-// which bodies are I-JSON; what decodeBody accepts is valid UTF-8 without
+// FuzzDecodeIJSON: Decode and a reference built from other parsers agree on
+// which bodies are I-JSON; what Decode accepts is valid UTF-8 without
 // duplicate names and decodes to what encoding/json makes of it; and a duplicate
 // it reports is the one a plain tokenizer finds first, named the same way.
 func FuzzDecodeIJSON(f *testing.F) {
@@ -27,14 +27,14 @@ func FuzzDecodeIJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var got any
-		err := decodeBody(in, &got) // must not panic or hang on any input
+		err := Decode(in, &got) // must not panic or hang on any input
 		ref := referenceIJSON(in)
 		var e *Error
 		if err != nil && !errors.As(err, &e) {
 			t.Fatalf("%q: not a client error: %v", in, err)
 		}
 		if (err == nil) != (ref == nil) {
-			t.Fatalf("%q: decodeBody says %v, the reference %v", in, err, ref)
+			t.Fatalf("%q: Decode says %v, the reference %v", in, err, ref)
 		}
 		if err != nil {
 			if !utf8.ValidString(e.Field) || strings.ContainsFunc(e.Field, isNoncharacter) {

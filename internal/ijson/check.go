@@ -1,12 +1,10 @@
-package http
+package ijson
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -14,21 +12,15 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// Request bodies are I-JSON (RFC 7493), because what the node signs must be what
-// the client sent. encoding/json turned invalid UTF-8 and lone surrogate escapes
-// into U+FFFD, so a body with "\ud800" was stored and signed as "\ufffd"; and a
-// noncharacter is not interchangeable text. Duplicate names are refused for the
-// same reason: which of two values counts is up to the parser.
-
-// checkIJSON reports why body is not exactly one I-JSON value, as an *Error
-// naming the member at fault, or nil. The walk is syntactic and sees every string,
-// names included, at any depth: values that dst keeps as raw JSON (a mission's
-// payload) are checked like any other.
+// Check reports why body is not exactly one I-JSON value, as an *Error naming
+// the member at fault, or nil. The walk is syntactic and sees every string,
+// names included, at any depth: values that a destination keeps as raw JSON (a
+// mission's payload) are checked like any other.
 //
 // The tokenizer is told to let invalid UTF-8 through so that stringFault, which
 // sees each string whole, decides; it still rejects every other grammar fault and
 // duplicate names, the latter after stringFault has passed both names.
-func checkIJSON(body []byte) error {
+func Check(body []byte) error {
 	d := checkers.Get().(*jsontext.Decoder)
 	defer func() {
 		d.Reset(noBody) // so that the pool does not keep body alive
@@ -65,18 +57,7 @@ func checkIJSON(body []byte) error {
 	return nil
 }
 
-// CheckIJSON and DecodeIJSON are checkIJSON and decodeBody for the node's
-// other JSON channels, the oracle socket, so that one rule holds wherever a
-// client sends JSON. CheckIJSON reports why b is not exactly one I-JSON value;
-// DecodeIJSON also decodes it into dst, names matched exactly, unknown members
-// refused. Their errors are *Error (invalid_json, unknown_field or
-// invalid_field, the member at fault in Field).
-func CheckIJSON(b []byte) error { return checkIJSON(b) }
-
-// DecodeIJSON: see CheckIJSON.
-func DecodeIJSON(b []byte, dst any) error { return decodeBody(b, dst) }
-
-// checkers keeps the decoders of checkIJSON, whose state stacks would otherwise be
+// checkers keeps the decoders of Check, whose state stacks would otherwise be
 // grown afresh for every body.
 var checkers = sync.Pool{New: func() any { return new(jsontext.Decoder) }}
 
@@ -197,59 +178,4 @@ func syntaxError(body []byte, err error) error {
 		return invalidJSON("malformed JSON at byte %d: %v", syn.ByteOffset, syn.Err)
 	}
 	return fmt.Errorf("check request body: %w", err)
-}
-
-// memberPath turns ptr, a JSON pointer into body, into a field as the API names
-// one: the member names on the way, joined by dots, without array indexes
-// (/payload/steps/0/x is payload.steps.x). A pointer token alone cannot say
-// whether it is an index or a name ("0" may be either), so body is walked along
-// it. Characters I-JSON forbids show as U+FFFD, so that the error body is I-JSON
-// too.
-func memberPath(body []byte, ptr jsontext.Pointer) string {
-	d := jsontext.NewDecoder(bytes.NewBuffer(body),
-		jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
-	var names []string
-walk:
-	for tok := range ptr.Tokens() {
-		switch d.PeekKind() {
-		case jsontext.KindBeginArray:
-			n, err := strconv.Atoi(tok)
-			if _, rerr := d.ReadToken(); err != nil || rerr != nil {
-				break walk
-			}
-			for range n {
-				if d.SkipValue() != nil {
-					break walk
-				}
-			}
-		case jsontext.KindBeginObject:
-			names = append(names, tok)
-			if _, err := d.ReadToken(); err != nil {
-				break walk
-			}
-			for {
-				if d.PeekKind() != jsontext.KindString {
-					break walk // not found: the name is still the best guess
-				}
-				name, err := d.ReadToken()
-				if err != nil {
-					break walk
-				}
-				if name.String() == tok {
-					break
-				}
-				if d.SkipValue() != nil {
-					break walk
-				}
-			}
-		default:
-			break walk
-		}
-	}
-	return strings.Map(func(r rune) rune {
-		if isNoncharacter(r) {
-			return utf8.RuneError
-		}
-		return r
-	}, strings.ToValidUTF8(strings.Join(names, "."), string(utf8.RuneError)))
 }
