@@ -51,19 +51,18 @@ func trState(t *testing.T, path string) transparency.State {
 
 var consistentLine = regexp.MustCompile(`^consistent: civnode/did:key:\S+ tree size ([0-9]+) → ([0-9]+), root \S+ \(([0-9]+) bytes transferred\)\n$`)
 
-// TestTransparencyCheck runs check as a monitor would, against real nodes:
-// the first run trusts and stores the node's key and checkpoint; a run after
-// more events proves the new tree consistent with the stored one and stores
-// it; then the same state file is pointed at nodes that share the key but not
-// the history — a copy that diverged at the same size and at a larger one (a
-// fork), an older copy (a rollback) — and at another node: each exits 1 naming
-// the problem, keeps the stored checkpoint, and leaves the evidence beside it.
-// The node the state came from still checks clean afterwards.
+// TestTransparencyCheck runs check as a monitor would, against real nodes,
+// for what the command adds to transparency.Check: the first run prints the
+// key it trusted and stores the state file (mode 0600); a run after more
+// events prints the consistent line with -v; --json prints the report with
+// the bytes transferred; --verifier-key pins the key of a first run and is
+// refused when the state holds another; and a problem (here a copy of the
+// node that diverged at the same size) exits 1 naming it and the evidence
+// file. The rules themselves (forks, rollbacks, another key, the evidence
+// each leaves) are transparency's own tests.
 func TestTransparencyCheck(t *testing.T) {
 	base := trStoppedNode(t, 50)
-	older := trCopyDir(t, base)
 	fork := trCopyDir(t, base)
-	other := trStoppedNode(t, 5)
 	state := filepath.Join(t.TempDir(), "node.json")
 
 	a := startProcess(t, base)
@@ -97,63 +96,8 @@ func TestTransparencyCheck(t *testing.T) {
 	if rep.Result != "unchanged" || rep.TreeSize != 60 || rep.OldSize != 60 || rep.RootHash != sum.RootHash || rep.BytesTransferred <= 0 {
 		t.Fatalf("check with nothing new: %+v", rep)
 	}
-	trStop(t, a)
 	stored := trState(t, state)
-
-	// Same key, another history of the same size: two signed checkpoints of
-	// one size with different roots, the evidence of a fork.
-	trAppend(t, fork, "fork", 10)
-	f := startProcess(t, fork)
-	_, errOut, code = trCheck(t, f.url, f.token, state)
-	if code != 1 || !strings.Contains(errOut, "the log forked: the node signed a tree of 60 events with root") ||
-		!strings.Contains(errOut, "what the node served is in "+state+".evidence-") {
-		t.Fatalf("check of a fork of the same size: exit %d, stderr %q", code, errOut)
-	}
-	sameSizeFork := evidenceWant{"forked", 60}
-	requireEvidence(t, state, stored, sameSizeFork)
-	trStop(t, f)
-
-	// A larger tree that does not extend the stored one: the consistency
-	// proof fails.
-	trAppend(t, fork, "fork", 20)
-	f = startProcess(t, fork)
-	rep = trCheckJSON(t, f.url, f.token, state, 1)
-	if rep.Result != "forked" || rep.OldSize != 60 || rep.TreeSize != 80 || !strings.Contains(rep.Error, "does not extend the tree of 60 events") {
-		t.Fatalf("check of a longer fork: %+v", rep)
-	}
-	longerFork := evidenceWant{"forked", 80}
-	requireEvidence(t, state, stored, sameSizeFork, longerFork)
-	trStop(t, f)
-
-	o := startProcess(t, older)
-	_, errOut, code = trCheck(t, o.url, o.token, state)
-	if code != 1 || !strings.Contains(errOut, "the log rolled back: the node's checkpoint has 50 events, the one stored in "+state+" has 60") {
-		t.Fatalf("check of an older copy: exit %d, stderr %q", code, errOut)
-	}
-	// The rollback adds its evidence; the fork's two checkpoints stay.
-	rollback := evidenceWant{"rolled_back", 50}
-	requireEvidence(t, state, stored, sameSizeFork, longerFork, rollback)
-	trStop(t, o)
-
-	c := startProcess(t, other)
-	_, errOut, code = trCheck(t, c.url, c.token, state)
-	if code != 1 || !strings.Contains(errOut, "the checkpoint is signed by another key") {
-		t.Fatalf("check of another node: exit %d, stderr %q", code, errOut)
-	}
-	requireEvidence(t, state, stored, sameSizeFork, longerFork, rollback, evidenceWant{"another_key", 5})
-	// A first run that pins the key refuses another node, and stores nothing.
 	pinned := filepath.Join(t.TempDir(), "pinned.json")
-	_, errOut, code = trCheck(t, c.url, c.token, pinned, "--verifier-key", stored.VerifierKey)
-	if _, err := os.Stat(pinned); code != 1 || !strings.Contains(errOut, "signed by another key") || !os.IsNotExist(err) {
-		t.Fatalf("pinned first check of another node: exit %d, stderr %q, state %v", code, errOut, err)
-	}
-	trStop(t, c)
-
-	a = startProcess(t, base)
-	rep = trCheckJSON(t, a.url, obs, state, 0)
-	if rep.Result != "unchanged" || rep.TreeSize != 60 {
-		t.Fatalf("check of the original node after the refusals: %+v", rep)
-	}
 	rep = trCheckJSON(t, a.url, obs, pinned, 0, "--verifier-key", stored.VerifierKey)
 	if rep.Result != "trusted" || rep.VerifierKey != stored.VerifierKey {
 		t.Fatalf("pinned first check of the right node: %+v", rep)
@@ -162,77 +106,25 @@ func TestTransparencyCheck(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "not --verifier-key") {
 		t.Fatalf("check with a --verifier-key other than the stored one: exit %d, stderr %q", code, errOut)
 	}
-}
+	trStop(t, a)
 
-// evidenceWant is one piece of evidence check must have written: the problem
-// and the size of the tree the node served.
-type evidenceWant struct {
-	problem    string
-	servedSize int64
-}
-
-// requireEvidence requires that check kept the stored state and that every
-// detection so far left its own evidence file beside it, each whole: the
-// stored checkpoint and the one the node served, signed by the stored key (by
-// another for another_key), and named in the file's problem. Nothing is
-// overwritten, so an earlier fork's checkpoints survive a later rollback.
-func requireEvidence(t *testing.T, state string, stored transparency.State, wants ...evidenceWant) {
-	t.Helper()
-	if st := trState(t, state); st.Checkpoint != stored.Checkpoint || st.VerifierKey != stored.VerifierKey {
-		t.Fatalf("check changed the state after finding %v: %+v", wants, st)
+	// Same key, another history of the same size.
+	trAppend(t, fork, "fork", 10)
+	f := startProcess(t, fork)
+	_, errOut, code = trCheck(t, f.url, f.token, state)
+	if code != 1 || !strings.Contains(errOut, "the log forked: the node signed a tree of 60 events with root") ||
+		!strings.Contains(errOut, "what the node served is in "+state+".evidence-") {
+		t.Fatalf("check of a fork of the same size: exit %d, stderr %q", code, errOut)
 	}
-	files, err := filepath.Glob(state + ".evidence-*.json")
-	if err != nil {
-		t.Fatal(err)
+	if st := trState(t, state); st.VerifierKey != stored.VerifierKey || st.Checkpoint != stored.Checkpoint {
+		t.Fatalf("check changed the state after finding a fork: %+v", st)
 	}
-	if len(files) != len(wants) {
-		t.Fatalf("evidence files %q, want one for each of %v", files, wants)
+	if files, _ := filepath.Glob(state + ".evidence-*-forked.json"); len(files) != 1 {
+		t.Fatalf("evidence files of the fork: %q", files)
 	}
-	seen := map[string]bool{}
-	for _, w := range wants {
-		found := ""
-		for _, path := range files {
-			if seen[path] || !strings.Contains(filepath.Base(path), "-"+w.problem) {
-				continue
-			}
-			if mode := fileMode(t, path); mode != 0o600 {
-				t.Errorf("%s: mode %v, want 0600", path, mode)
-			}
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ev struct {
-				Problem          string `json:"problem"`
-				VerifierKey      string `json:"verifier_key"`
-				StoredCheckpoint string `json:"stored_checkpoint"`
-				ServedCheckpoint string `json:"served_checkpoint"`
-			}
-			jsonOf(t, string(b), &ev)
-			if ev.Problem != w.problem || ev.StoredCheckpoint != stored.Checkpoint || ev.VerifierKey != stored.VerifierKey {
-				t.Fatalf("evidence %s: %s", path, b)
-			}
-			old := trOpen(t, ev.VerifierKey, []byte(ev.StoredCheckpoint))
-			if w.problem == "another_key" {
-				if !strings.Contains(ev.ServedCheckpoint, fmt.Sprintf("\n%d\n", w.servedSize)) {
-					continue
-				}
-			} else {
-				served := trOpen(t, ev.VerifierKey, []byte(ev.ServedCheckpoint))
-				if served.N != w.servedSize {
-					continue
-				}
-				if served.N == old.N && served.Hash == old.Hash {
-					t.Fatalf("evidence %s of %s: the served tree is the stored one", path, w.problem)
-				}
-			}
-			found = path
-			break
-		}
-		if found == "" {
-			t.Fatalf("no evidence of %s serving %d events among %q", w.problem, w.servedSize, files)
-		}
-		seen[found] = true
+	rep = trCheckJSON(t, f.url, f.token, state, 1)
+	if rep.Result != "forked" || rep.OldSize != 60 || rep.TreeSize != 60 || !strings.Contains(rep.Error, "the log forked") || rep.Evidence == "" {
+		t.Fatalf("check --json of a fork: %+v", rep)
 	}
 }
 
@@ -259,16 +151,16 @@ func TestTransparencyCheckTransfer(t *testing.T) {
 	t.Logf("a check of a tree of %d events after one of %d transferred %d bytes", rep.TreeSize, rep.OldSize, rep.BytesTransferred)
 }
 
-// TestTransparencyCheckTiles runs check against static hosts that serve what
-// publish wrote (an httptest file server, as any web server would): the first
-// run trusts the verifier-key file, a later one proves the grown log
-// consistent from the tiles alone; a mirror of a fork and of an older copy
-// are refused as forked and rolled back; and a mirror whose tiles do not
-// match its own checkpoint is an error that leaves the state as it was.
+// TestTransparencyCheckTiles runs check --tiles against static hosts that
+// serve what publish wrote (an httptest file server, as any web server
+// would): the first run trusts the verifier-key file and exits 0, a later
+// one proves the grown log consistent; a mirror of an older copy exits 1 with
+// the problem in its report, and one whose tiles do not match its own
+// checkpoint exits 1 with the report's result error. Which static logs are
+// refused, and why, is transparency's own test.
 func TestTransparencyCheckTiles(t *testing.T) {
 	base := trStoppedNode(t, 300)
 	older := trCopyDir(t, base)
-	fork := trCopyDir(t, base)
 	state := filepath.Join(t.TempDir(), "static.json")
 	serve := func(dataDir string) (pub, url string) {
 		pub = filepath.Join(t.TempDir(), "log")
@@ -295,17 +187,11 @@ func TestTransparencyCheckTiles(t *testing.T) {
 	}
 	trAppend(t, base, "more", 300)
 	trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", base)
-	if rep := check(url, 0); rep.Result != "consistent" || rep.OldSize != 300 || rep.TreeSize != 600 {
+	if rep := check(url, 0); rep.Result != "consistent" || rep.OldSize != 300 || rep.TreeSize != 600 || rep.BytesTransferred <= 0 {
 		t.Fatalf("check of the grown static log: %+v", rep)
 	}
-
-	trAppend(t, fork, "fork", 400)
-	_, forkURL := serve(fork)
-	if rep := check(forkURL, 1); rep.Result != "forked" || rep.TreeSize != 700 {
-		t.Fatalf("check of a fork's static log: %+v", rep)
-	}
 	_, olderURL := serve(older)
-	if rep := check(olderURL, 1); rep.Result != "rolled_back" || rep.TreeSize != 300 {
+	if rep := check(olderURL, 1); rep.Result != "rolled_back" || rep.TreeSize != 300 || rep.Evidence == "" {
 		t.Fatalf("check of an older static log: %+v", rep)
 	}
 
@@ -327,9 +213,5 @@ func TestTransparencyCheckTiles(t *testing.T) {
 	}
 	if rep := check(brokenURL, 1); rep.Result != "error" || !strings.Contains(rep.Error, "its tiles do not match its checkpoint") {
 		t.Fatalf("check of a static log with damaged tiles: %+v", rep)
-	}
-	trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", base)
-	if rep := check(url, 0); rep.Result != "consistent" || rep.OldSize != 600 || rep.TreeSize != 900 {
-		t.Fatalf("check of the grown static log after the refusals: %+v", rep)
 	}
 }
