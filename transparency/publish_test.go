@@ -34,7 +34,7 @@ func cosign(t *testing.T, l *eventlog.Log, witnessKey ed25519.PrivateKey) ([]byt
 	if err != nil {
 		t.Fatal(err)
 	}
-	signer, err := witness.NewCosignatureSigner("witness.example/w", witnessKey, nil)
+	signer, err := witness.NewCosignatureSigner("witness.example/w", witnessKey)
 	if err != nil {
 		t.Fatal(err)
 	}

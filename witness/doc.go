@@ -11,9 +11,17 @@
 // A cosignature/v1 is a signed-note signature line by an Ed25519 key of note
 // type 0x04 over "cosignature/v1\ntime <t>\n" and the checkpoint body, where
 // the signature bytes are the key hash, t as a big-endian uint64 and the
-// Ed25519 signature. CosignatureSigner and CosignatureVerifier implement
-// note.Signer and note.Verifier, so golang.org/x/mod/sumdb/note opens a note
-// that carries both the log's signature and its cosignatures.
+// Ed25519 signature. They are made and checked by
+// github.com/transparency-dev/formats/note, the ecosystem's implementation:
+// NewCosignatureSigner is its signer of a witness key, with the key's
+// CosignatureVerifierKey beside it, and NewCosignatureVerifier its verifier of
+// a witness's key, refusing any key but an Ed25519 cosignature/v1 key whose
+// hash is its own. Both are note.Signer and note.Verifier, so
+// golang.org/x/mod/sumdb/note opens a note that carries both the log's
+// signature and its cosignatures; CosignatureTime reads a verified
+// cosignature's time. Tests that need a witness with a wrong clock sign with
+// witnesstest.DatedCosigner (Options.Cosigner), which writes the spec's bytes
+// apart from formats.
 //
 // # The witness
 //

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"golang.org/x/mod/sumdb/note"
 )
 
 // Remote is a witness the node submits its checkpoints to, as
@@ -11,7 +13,7 @@ import (
 type Remote struct {
 	VerifierKey string // cosignature/v1 verifier key
 	URL         string // base URL; the node posts to URL/add-checkpoint
-	verifier    *CosignatureVerifier
+	verifier    note.Verifier
 }
 
 // ParseRemote parses VKEY@URL. The verifier key's base64 holds no @, so the

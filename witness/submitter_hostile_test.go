@@ -17,6 +17,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/witness/witnesstest"
 )
 
 // The submitter against witnesses that misbehave or answer late: every
@@ -32,7 +33,11 @@ func namedWitness(t *testing.T, dir, name string, seed byte, now func() time.Tim
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := New(Options{Key: key, Name: name, Logs: logs, StatePath: filepath.Join(dir, name[strings.LastIndex(name, "/")+1:]+".json"), Now: now})
+	opts := Options{Key: key, Name: name, Logs: logs, StatePath: filepath.Join(dir, name[strings.LastIndex(name, "/")+1:]+".json")}
+	if now != nil {
+		opts.Cosigner = witnesstest.NewDatedCosigner(name, key, now)
+	}
+	w, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

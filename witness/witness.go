@@ -53,17 +53,20 @@ type Options struct {
 	Logs []string
 	// StatePath is the state file: per origin the tree last cosigned.
 	StatePath string
-	// Now is the clock of the cosignatures; nil is time.Now.
-	Now func() time.Time
+	// Cosigner, when set, signs the cosignatures in place of
+	// NewCosignatureSigner(Name, Key), which dates them by time.Now: a test
+	// dates them by a clock of its own (witnesstest.DatedCosigner). It must
+	// sign with Key under Name.
+	Cosigner note.Signer
 }
 
 // Witness cosigns the checkpoints of the logs it was given (C2SP
 // tlog-witness).
 type Witness struct {
-	signer    *CosignatureSigner
+	signer    note.Signer
+	vkey      string
 	logs      map[string]logKey // by origin
 	statePath string
-	now       func() time.Time
 
 	mu    sync.Mutex // serializes requests: each reads and replaces the state
 	state witnessState
@@ -89,11 +92,17 @@ type LogState struct {
 // New opens the witness's state file (none yet is a witness that has
 // cosigned nothing) and parses the logs' keys.
 func New(opts Options) (*Witness, error) {
-	signer, err := NewCosignatureSigner(opts.Name, opts.Key, opts.Now)
+	cs, err := NewCosignatureSigner(opts.Name, opts.Key)
 	if err != nil {
 		return nil, err
 	}
-	w := &Witness{signer: signer, logs: map[string]logKey{}, statePath: opts.StatePath, now: signer.now}
+	w := &Witness{signer: cs, vkey: cs.VerifierKey(), logs: map[string]logKey{}, statePath: opts.StatePath}
+	if c := opts.Cosigner; c != nil {
+		if c.Name() != cs.Name() || c.KeyHash() != cs.KeyHash() {
+			return nil, fmt.Errorf("the cosigner %s+%08x is not the witness key %s", c.Name(), c.KeyHash(), w.vkey)
+		}
+		w.signer = c
+	}
 	for _, vkey := range opts.Logs {
 		v, err := note.NewVerifier(vkey)
 		if err != nil {
@@ -117,7 +126,7 @@ func New(opts Options) (*Witness, error) {
 func (w *Witness) Name() string { return w.signer.Name() }
 
 // VerifierKey is the witness's cosignature/v1 verifier key.
-func (w *Witness) VerifierKey() string { return w.signer.VerifierKey() }
+func (w *Witness) VerifierKey() string { return w.vkey }
 
 // LogInfo is one witnessed log as GET /v1/witness lists it.
 type LogInfo struct {

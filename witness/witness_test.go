@@ -1,7 +1,9 @@
 package witness
 
 import (
+	"bytes"
 	"crypto/ed25519"
+	"encoding/binary"
 	"errors"
 	"net/http"
 	"path/filepath"
@@ -11,6 +13,8 @@ import (
 
 	tdnote "github.com/transparency-dev/formats/note"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/civnode/civnode/witness/witnesstest"
 )
 
 func newTestWitness(t *testing.T, path string, logs ...string) *Witness {
@@ -135,8 +139,8 @@ func proofLines(t *testing.T, l *memLog, from, to int64) string {
 }
 
 // checkCosignature opens the log's checkpoint with the cosignature appended,
-// with our verifier and with transparency-dev's (formats v0.1.1, which the
-// omniwitness uses).
+// with the node's verifier (NewCosignatureVerifier) and with
+// transparency-dev/formats' own, which the omniwitness uses.
 func checkCosignature(t *testing.T, w *Witness, l *memLog, c Cosigned) {
 	t.Helper()
 	_, signed, err := l.TreeCheckpointAt(c.TreeSize)
@@ -171,31 +175,97 @@ func checkCosignature(t *testing.T, w *Witness, l *memLog, c Cosigned) {
 	}
 }
 
-// TestTheirCosignaturesVerifyWithOurs signs with transparency-dev's
-// cosignature/v1 signer and verifies with ours.
-func TestTheirCosignaturesVerifyWithOurs(t *testing.T) {
+// The pinned vector: the cosignature/v1 line of a fixed key over a fixed
+// checkpoint at a fixed time, in C2SP tlog-cosignature's bytes.
+const (
+	vectorCosigner   = "example.com/witness"
+	vectorVKey       = "example.com/witness+c3dc91a8+BOpKbGPinFIKvvVQexMuxfmVR3auvr57kkIe6mkURtIs"
+	vectorCheckpoint = "example.com/log\n4\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"
+	vectorTime       = 1764331200
+	vectorLine       = "— example.com/witness w9yRqAAAAABpKY7AcGSDZ9HqhM0zrlvIcZ/1CtA8D4BDNYxVbXC2h3ONxZor3TJ1ogb87m313klfZT70aX318ycxE482bhk6gU3GCQ==\n"
+)
+
+// TestCosignaturesAreTheSpecsBytes holds transparency-dev/formats, which
+// makes and checks the witness's cosignatures, to the spec's bytes as
+// witnesstest writes them apart from it: those are the pinned vector and
+// verify with NewCosignatureVerifier, and what the witness's signer makes at
+// a second is, byte for byte, the spec's bytes at that second.
+func TestCosignaturesAreTheSpecsBytes(t *testing.T) {
 	key := ed25519.NewKeyFromSeed(make32(7))
-	skey, _ := signerKey(t, "example.com/witness", key)
-	theirs, err := tdnote.NewSignerForCosignatureV1(skey)
+	if got := CosignatureVerifierKey(vectorCosigner, key.Public().(ed25519.PublicKey)); got != vectorVKey {
+		t.Fatalf("verifier key %s, want %s", got, vectorVKey)
+	}
+	spec := witnesstest.NewDatedCosigner(vectorCosigner, key, func() time.Time { return time.Unix(vectorTime, 0) })
+	signed, err := note.Sign(&note.Note{Text: vectorCheckpoint}, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours, err := NewCosignatureVerifier(CosignatureVerifierKey("example.com/witness", key.Public().(ed25519.PublicKey)))
+	if want := vectorCheckpoint + "\n" + vectorLine; string(signed) != want {
+		t.Fatalf("the spec's bytes:\n%q\nwant the vector\n%q", signed, want)
+	}
+	v, err := NewCosignatureVerifier(vectorVKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ours.KeyHash() != theirs.KeyHash() {
-		t.Fatalf("key hash %08x, theirs %08x", ours.KeyHash(), theirs.KeyHash())
-	}
-	signed, err := note.Sign(&note.Note{Text: "origin\n1\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"}, theirs)
+	n, err := note.Open(signed, note.VerifierList(v))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := note.Open(signed, note.VerifierList(ours)); err != nil {
-		t.Fatal(err)
+	if ts, err := CosignatureTime(n.Sigs[0]); err != nil || !ts.Equal(time.Unix(vectorTime, 0)) {
+		t.Errorf("cosignature time %v, %v; want %d", ts, err, vectorTime)
 	}
-	tampered := strings.Replace(string(signed), "\n1\n", "\n2\n", 1)
-	if _, err := note.Open([]byte(tampered), note.VerifierList(ours)); err == nil {
+	tampered := strings.Replace(string(signed), "\n4\n", "\n5\n", 1)
+	if _, err := note.Open([]byte(tampered), note.VerifierList(v)); err == nil {
 		t.Fatal("a tampered note verified")
+	}
+
+	ours, err := NewCosignatureSigner(vectorCosigner, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ours.Name() != spec.Name() || ours.KeyHash() != spec.KeyHash() || ours.VerifierKey() != vectorVKey {
+		t.Fatalf("signer %s %08x %s, want %s %08x %s", ours.Name(), ours.KeyHash(), ours.VerifierKey(), spec.Name(), spec.KeyHash(), vectorVKey)
+	}
+	made, err := ours.Sign([]byte(vectorCheckpoint))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(made) < 8 {
+		t.Fatalf("signature of %d bytes", len(made))
+	}
+	at := time.Unix(int64(binary.BigEndian.Uint64(made)), 0)
+	if d := time.Since(at); d < -time.Minute || d > time.Minute {
+		t.Errorf("the signer dated its cosignature %v", at)
+	}
+	want, _ := witnesstest.NewDatedCosigner(vectorCosigner, key, func() time.Time { return at }).Sign([]byte(vectorCheckpoint))
+	if !bytes.Equal(made, want) {
+		t.Errorf("the signer's bytes\n%x\nthe spec's at the same second\n%x", made, want)
+	}
+}
+
+// TestCosignatureVerifierRefusals: a witness is named by its Ed25519
+// cosignature/v1 key only. formats takes the other keys below as a
+// cosigner's, so NewCosignatureVerifier refuses them itself.
+func TestCosignatureVerifierRefusals(t *testing.T) {
+	key := ed25519.NewKeyFromSeed(make32(7))
+	noteKey, err := note.NewEd25519VerifierKey(vectorCosigner, key.Public().(ed25519.PublicKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, mldsaKey, err := tdnote.GenerateMLDSAKey(vectorCosigner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, vkey := range map[string]string{
+		"a note key (type 0x01)":   noteKey,
+		"an ML-DSA key":            mldsaKey,
+		"a key hash not the key's": strings.Replace(vectorVKey, "+c3dc91a8+", "+c3dc91a9+", 1),
+		"another name":             strings.Replace(vectorVKey, "example.com/witness+", "example.com/other+", 1),
+		"no key":                   "example.com/witness+c3dc91a8+",
+		"not a key":                "example.com/witness",
+	} {
+		if _, err := NewCosignatureVerifier(vkey); err == nil {
+			t.Errorf("%s: %s was taken", name, vkey)
+		}
 	}
 }

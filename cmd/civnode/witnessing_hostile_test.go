@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/civnode/civnode/witness"
+	"github.com/civnode/civnode/witness/witnesstest"
 )
 
 // fakeWitness is a C2SP tlog-witness in the test process, answering with a
@@ -45,8 +46,12 @@ func (f *fakeWitness) verifierKey() string {
 // logKey, its state in dir.
 func (f *fakeWitness) witnessLog(t *testing.T, dir, logKey string) {
 	t.Helper()
-	w, err := witness.New(witness.Options{Key: f.key, Name: f.name, Logs: []string{logKey},
-		StatePath: filepath.Join(dir, strings.ReplaceAll(f.name, "/", "_")+".json"), Now: f.now})
+	opts := witness.Options{Key: f.key, Name: f.name, Logs: []string{logKey},
+		StatePath: filepath.Join(dir, strings.ReplaceAll(f.name, "/", "_")+".json")}
+	if f.now != nil {
+		opts.Cosigner = witnesstest.NewDatedCosigner(f.name, f.key, f.now)
+	}
+	w, err := witness.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
