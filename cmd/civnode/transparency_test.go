@@ -170,12 +170,11 @@ func requirePublishLine(t *testing.T, out string, size int64, what string) {
 }
 
 // TestTransparencyPublish publishes a running node's tree through its API,
-// then, with the node stopped, more of it from the data dir: the first run
-// writes every tile of the tree and the checkpoint; the second writes exactly
-// tlog.NewTiles from the old size to the new, leaves every file of the first
-// run as it was (same inode, same bytes), and moves the checkpoint; a third,
-// with nothing new, writes nothing. Each time the directory is what the node
+// then, with the node stopped, more of it from the data dir, and prints what
+// each run wrote: every tile and the checkpoint, then the new tiles and the
+// checkpoint moved, then nothing. Each time the directory is what the node
 // serves, and an observer reading it as a static host gets the signed root.
+// That a run rewrites no file of an earlier one is transparency's own test.
 func TestTransparencyPublish(t *testing.T) {
 	dir := trStoppedNode(t, 600)
 	pub := filepath.Join(t.TempDir(), "log")
@@ -185,7 +184,6 @@ func TestTransparencyPublish(t *testing.T) {
 	out := trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", dir)
 	requirePublishLine(t, out, 600, fmt.Sprintf("%d tiles written, checkpoint written", len(first)))
 	requirePublished(t, pub, p.url, p.token, 600)
-	before := trPublished(t, pub)
 	trStop(t, p)
 
 	trAppend(t, dir, "more", 300)
@@ -193,47 +191,19 @@ func TestTransparencyPublish(t *testing.T) {
 	out = trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", dir)
 	requirePublishLine(t, out, 900, fmt.Sprintf("%d tiles written, checkpoint moved from tree size 600", len(added)))
 	_, signed, _ := trTreeHead(t, dir)
-	after := trPublished(t, pub)
-	if string(after[transparency.CheckpointFile].data) != string(signed) {
-		t.Fatalf("DIR/checkpoint %q, the stopped node's is %q", after[transparency.CheckpointFile].data, signed)
-	}
-	for rel, f := range before {
-		if rel == transparency.CheckpointFile || rel == transparency.SealFile {
-			continue
-		}
-		g, ok := after[rel]
-		if !ok || !os.SameFile(f.info, g.info) || !g.info.ModTime().Equal(f.info.ModTime()) || string(g.data) != string(f.data) {
-			t.Errorf("%s was rewritten or removed by the second publish", rel)
-		}
-	}
-	var fresh []string
-	for rel := range after {
-		if _, ok := before[rel]; !ok {
-			fresh = append(fresh, rel)
-		}
-	}
-	slices.Sort(fresh)
-	if want := slices.Sorted(slices.Values(append(trTilePaths(added), trBundlePaths(600, 900)...))); !slices.Equal(fresh, want) {
-		t.Fatalf("the second publish added %v, want the new tiles and bundles %v", fresh, want)
+	if got, _ := os.ReadFile(filepath.Join(pub, transparency.CheckpointFile)); string(got) != string(signed) {
+		t.Fatalf("DIR/checkpoint %q, the stopped node's is %q", got, signed)
 	}
 
 	p = startProcess(t, dir)
 	requirePublished(t, pub, p.url, p.token, 600, 900)
 	out = trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", dir)
 	requirePublishLine(t, out, 900, "already published, nothing to write")
-	for rel, f := range trPublished(t, pub) {
-		if g := after[rel]; !os.SameFile(f.info, g.info) || string(f.data) != string(g.data) {
-			t.Errorf("%s changed in a publish with nothing new", rel)
-		}
-	}
 }
 
-// TestTransparencyPublishResumes: a publish cut short between its tiles and
-// its checkpoint leaves the old checkpoint, some of the new tiles and
-// temporary files; the next run writes the missing tiles, keeps the others,
-// clears the temporary files and ends with the new checkpoint. A directory of
-// tiles without any checkpoint (a first run cut short) is completed the same
-// way.
+// TestTransparencyPublishResumes: publish says how many tiles a run cut short
+// left for it, after its checkpoint and without any. What such a run keeps
+// and writes is transparency's own test.
 func TestTransparencyPublishResumes(t *testing.T) {
 	dir := trStoppedNode(t, 300)
 	pub := filepath.Join(t.TempDir(), "log")
@@ -254,33 +224,21 @@ func TestTransparencyPublishResumes(t *testing.T) {
 	if err := os.Remove(missing); err != nil {
 		t.Fatal(err)
 	}
-	stray := filepath.Join(pub, transparency.TmpDir, ".tmp-checkpoint-12345")
-	if err := os.MkdirAll(filepath.Dir(stray), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(stray, []byte("half a checkp"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	out := trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", dir)
 	requirePublishLine(t, out, 600, fmt.Sprintf("1 tile written, checkpoint moved from tree size 300 (%d tiles already there from a run cut short)", len(added)-1))
-	if _, err := os.Stat(filepath.Join(pub, transparency.TmpDir)); !os.IsNotExist(err) {
-		t.Errorf("%s is still there after the publish: %v", transparency.TmpDir, err)
-	}
 
 	if err := os.Remove(filepath.Join(pub, transparency.CheckpointFile)); err != nil {
 		t.Fatal(err)
 	}
 	out = trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", dir)
 	requirePublishLine(t, out, 600, fmt.Sprintf("0 tiles written, checkpoint written (%d tiles already there from a run cut short)", len(tlog.NewTiles(transparency.TileHeight, 0, 600))))
-
-	p := startProcess(t, dir)
-	requirePublished(t, pub, p.url, p.token, 300, 600)
 }
 
 // TestTransparencyPublishRepairs: a tile of the published tree that was
-// changed or lost after publish wrote it is found by the next run, with or
-// without new events, named on stderr and written again from the node's tree,
-// even when the parent tile was edited to agree with the changed one.
+// changed or lost after publish wrote it is named on stderr and counted in
+// the summary line, with or without new events. That it is found, even when
+// the parent tile was edited to agree with the changed one, and written again
+// from the node's tree is transparency's own test.
 func TestTransparencyPublishRepairs(t *testing.T) {
 	dir := trStoppedNode(t, 600) // tile/0/000, tile/0/001, tile/0/002.p/88, tile/1/000.p/2
 	pub := filepath.Join(t.TempDir(), "log")
@@ -344,33 +302,19 @@ func TestTransparencyPublishRepairs(t *testing.T) {
 	}
 	requirePublishLine(t, out, 900, fmt.Sprintf("%d tiles written, checkpoint moved from tree size 600; rewrote 1 tile of the published tree that did not match the node's",
 		len(tlog.NewTiles(transparency.TileHeight, 600, 900))))
-	p := startProcess(t, dir)
-	requirePublished(t, pub, p.url, p.token, 600, 900)
 }
 
-// TestTransparencyPublishRefuses: one directory is one node's log, and the
-// published log never goes back: publish refuses a checkpoint of another key,
-// of a larger tree, of a tree of the same size with another root, and of a
-// tree the node's does not extend, each time leaving the directory as it was;
-// and it refuses to run beside another publish of the same directory.
+// TestTransparencyPublishRefuses: a refused publish exits 1 saying why: a
+// directory of another node's log, one that another publish is writing to.
+// Which directories are refused, and that a refusal leaves them as they
+// were, is transparency's own test.
 func TestTransparencyPublishRefuses(t *testing.T) {
 	base := trStoppedNode(t, 300)
-	older := trCopyDir(t, base) // 300 events
-	fork := trCopyDir(t, base)
-	trAppend(t, base, "main", 100) // 400
-	trAppend(t, fork, "fork", 100) // 400, other events
 	other := trStoppedNode(t, 10)
-
 	pub := filepath.Join(t.TempDir(), "log")
 	trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", base)
-	before := trPublished(t, pub)
 
 	trFails(t, 1, "signed by another key", "transparency", "publish", "--dir", pub, "--data-dir", other)
-	trFails(t, 1, "would roll the published log back", "transparency", "publish", "--dir", pub, "--data-dir", older)
-	trFails(t, 1, "the log forked", "transparency", "publish", "--dir", pub, "--data-dir", fork)
-	trAppend(t, fork, "fork", 50) // 450: larger, but not an extension
-	trFails(t, 1, "does not extend the tree of 400 events", "transparency", "publish", "--dir", pub, "--data-dir", fork)
-
 	unlock, err := transparency.LockDir(pub)
 	if err != nil {
 		t.Fatal(err)
@@ -378,16 +322,6 @@ func TestTransparencyPublishRefuses(t *testing.T) {
 	trAppend(t, base, "main", 10)
 	trFails(t, 1, "another civnode transparency publish is writing to this directory", "transparency", "publish", "--dir", pub, "--data-dir", base)
 	unlock()
-
-	after := trPublished(t, pub)
-	if len(after) != len(before) {
-		t.Fatalf("a refused publish changed the directory: %d files, then %d", len(before), len(after))
-	}
-	for rel, f := range before {
-		if g := after[rel]; !os.SameFile(f.info, g.info) || string(g.data) != string(f.data) {
-			t.Errorf("a refused publish changed %s", rel)
-		}
-	}
 	trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", base)
 }
 
