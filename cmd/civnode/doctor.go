@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/civnode/internal/doctor"
@@ -12,7 +14,6 @@ import (
 )
 
 func newDoctorCommand(m *Main, g *globals) *cobra.Command {
-	var dataDirFlag, addrFlag, registryURL string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "doctor",
@@ -24,6 +25,13 @@ func newDoctorCommand(m *Main, g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			settings, err := m.serveSettings(cmd, g)
+			if err != nil {
+				return err
+			}
+			dataDirFlag, _ := settings.GetString("data-dir")
+			addrFlag, _ := settings.GetString("addr")
+			registryURL, _ := settings.GetString("registry-url")
 			addr, err := localnode.HostPort(addrFlag)
 			if err != nil {
 				return usageErrorf("--addr %q: %w", addrFlag, err)
@@ -58,10 +66,42 @@ func newDoctorCommand(m *Main, g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	// These are serve's flags of the same names; serveSettings gives them to
+	// serve's own flag set, which holds their values.
 	f := cmd.Flags()
-	f.StringVar(&dataDirFlag, "data-dir", "", datadir.Help)
-	f.StringVar(&addrFlag, "addr", "127.0.0.1:7777", "the node's listen address HOST:PORT, as given to serve")
-	f.StringVar(&registryURL, "registry-url", localnode.DefaultRegistryURL, "the agent registry the node proxies (`URL`; \"\": none), as given to serve")
+	f.String(configFlag, "", "read serve's settings from its config `FILE`, as serve --config does; a flag or a CIVNODE_* variable wins over it")
+	f.String("data-dir", "", datadir.Help)
+	f.String("addr", "127.0.0.1:7777", "the node's listen address HOST:PORT, as given to serve")
+	f.String("registry-url", localnode.DefaultRegistryURL, "the agent registry the node proxies (`URL`; \"\": none), as given to serve")
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	return cmd
+}
+
+// serveSettings are serve's flags as serve, run with doctor's environment,
+// would see them: doctor's flags that serve shares (--config, --data-dir,
+// --addr, --registry-url) as the command line gave them, then the CIVNODE_*
+// variables and the config file, applied by serve's own applyServeSources to
+// serve's own flag set, so that doctor checks the node serve would run and
+// cannot drift from how serve reads its settings.
+func (m *Main) serveSettings(cmd *cobra.Command, g *globals) (*pflag.FlagSet, error) {
+	fs := newServeCommand(m, g).Flags()
+	// The root's flags (--log-level, --log-format) are serve's settings too:
+	// their variables are known, and the file may set them.
+	fs.AddFlagSet(cmd.InheritedFlags())
+	var errs []error
+	cmd.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
+		if !f.Changed || fs.Lookup(f.Name) == nil {
+			return
+		}
+		if err := fs.Set(f.Name, f.Value.String()); err != nil {
+			errs = append(errs, usageErrorf("--%s: %v", f.Name, err))
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := m.applyServeSources(fs); err != nil {
+		return nil, err
+	}
+	return fs, nil
 }

@@ -459,3 +459,88 @@ func TestDoctorCommandLine(t *testing.T) {
 		})
 	}
 }
+
+// runDoctorEnv runs doctor with env as the whole environment, read as serve
+// reads it (a variable set to "" counts), and parses its --json report.
+func runDoctorEnv(t *testing.T, env map[string]string, args ...string) (cliResult, reportJSON) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
+	defer cancel()
+	var stdout, stderr syncBuffer
+	m := testMain(nil, &stdout, &stderr)
+	m.Getenv = func(name string) string { return env[name] }
+	m.LookupEnv = func(name string) (string, bool) { v, ok := env[name]; return v, ok }
+	err := m.Run(ctx, append([]string{"doctor", "--json"}, args...))
+	res := cliResult{stdout: stdout.String(), stderr: stderr.String(), code: ExitCode(err), err: err}
+	var rep reportJSON
+	if res.code != 2 {
+		if err := json.Unmarshal([]byte(res.stdout), &rep); err != nil {
+			t.Fatalf("doctor %v: exit %d, stdout %q is not a report: %v\nstderr:\n%s", args, res.code, res.stdout, err, res.stderr)
+		}
+	}
+	return res, rep
+}
+
+// TestDoctorReadsServeSettings: doctor checks the node serve would run, from
+// the same sources: --config (or $CIVNODE_CONFIG), the CIVNODE_* variables,
+// and doctor's own flags over both. A node whose registry is off there, by
+// the file or by an empty variable, gets no registry warning.
+func TestDoctorReadsServeSettings(t *testing.T) {
+	dir := stoppedNode(t)
+	reg := fakeRegistry(t, dir).URL
+	addr := freeAddr(t)
+	conf := filepath.Join(t.TempDir(), "civnode.yaml")
+	// Settings doctor has no flag of its own for are serve's, and welcome.
+	if err := os.WriteFile(conf, []byte("data-dir: "+dir+"\naddr: "+addr+"\nregistry-url: \"\"\nrate-limit: 20000\nlog-format: json\nnats-listen: 127.0.0.1:0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The shipped unit: its config file, and the data dir from the environment.
+	shipped, err := filepath.Abs("../../docs/civnode.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := `not configured (--registry-url ""): the registry proxy is off, its routes answer 503 registry_not_configured`
+	tests := []struct {
+		name     string
+		env      map[string]string
+		args     []string
+		addr     string
+		registry string
+	}{
+		{"config file", nil, []string{"--config", conf}, addr, ""},
+		{"CIVNODE_CONFIG", map[string]string{"CIVNODE_CONFIG": conf}, nil, addr, ""},
+		{"variables", map[string]string{"CIVNODE_DATA_DIR": dir, "CIVNODE_ADDR": addr, "CIVNODE_REGISTRY_URL": ""}, nil, addr, ""},
+		{"a variable over the file", map[string]string{"CIVNODE_REGISTRY_URL": reg}, []string{"--config", conf}, addr, reg},
+		{"a flag over a variable", map[string]string{"CIVNODE_DATA_DIR": dir, "CIVNODE_ADDR": addr, "CIVNODE_REGISTRY_URL": reg},
+			[]string{"--registry-url", ""}, addr, ""},
+		{"the shipped unit", map[string]string{"CIVNODE_DATA_DIR": dir, "CIVNODE_REGISTRY_URL": ""}, []string{"--config", shipped, "--addr", addr}, addr, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, rep := runDoctorEnv(t, tt.env, tt.args...)
+			requireNoSecret(t, dir, res.stdout+res.stderr)
+			if res.code != 0 || rep.Status != "ok" || rep.Warnings != 0 {
+				t.Errorf("exit %d, status %s, %d warnings; want 0, ok, none\nstdout %s\nstderr %s", res.code, rep.Status, rep.Warnings, res.stdout, res.stderr)
+			}
+			if rep.DataDir != dir || rep.Addr != tt.addr || rep.RegistryURL != tt.registry {
+				t.Errorf("report for data dir %q, addr %q, registry %q; want %q, %q, %q", rep.DataDir, rep.Addr, rep.RegistryURL, dir, tt.addr, tt.registry)
+			}
+			for _, c := range rep.Checks {
+				if c.Name == "registry" && tt.registry == "" && (c.Status != "ok" || c.Detail != off) {
+					t.Errorf("registry check %s %q; want ok %q", c.Status, c.Detail, off)
+				}
+			}
+		})
+	}
+	// serve's sources refuse what serve refuses, with serve's usage error.
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("data-dir: "+dir+"\nregistry-urll: \"\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := runDoctorEnv(t, nil, "--config", bad); res.code != 2 || !strings.Contains(res.stderr, `unknown setting "registry-urll"`) {
+		t.Errorf("a mistyped key: exit %d, stderr %q; want 2 naming it", res.code, res.stderr)
+	}
+	if res, _ := runDoctorEnv(t, map[string]string{"CIVNODE_DATA_DIR": dir, "CIVNODE_REGISTRY_URL": "ftp://x"}); res.code != 2 || !strings.Contains(res.stderr, "--registry-url") {
+		t.Errorf("CIVNODE_REGISTRY_URL=ftp://x: exit %d, stderr %q; want 2 naming --registry-url", res.code, res.stderr)
+	}
+}
