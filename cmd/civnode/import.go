@@ -23,7 +23,7 @@ type importCmd struct {
 func newImportCommand(m *Main, g *globals) *cobra.Command {
 	c := &importCmd{m: m, g: g}
 	cmd := &cobra.Command{
-		Use:   "import BUNDLE --key KEYFILE",
+		Use:   "import BUNDLE --key KEYFILE --data-dir NEW",
 		Short: "Make a data dir from an export bundle and the node key, every event verified",
 		Long:  importHelp,
 		Args:  usageArgs(cobra.ExactArgs(1)),
@@ -31,10 +31,13 @@ func newImportCommand(m *Main, g *globals) *cobra.Command {
 			if c.keyFile == "" {
 				return usageErrorf("--key is required: the node.key of the node that signed the bundle")
 			}
+			if err := requireTargetDataDir(c.dataDir); err != nil {
+				return err
+			}
 			return c.run(cmd.Context(), args[0])
 		},
 	}
-	cmd.Flags().StringVar(&c.dataDir, "data-dir", "", datadir.Help)
+	cmd.Flags().StringVar(&c.dataDir, "data-dir", "", targetDataDirHelp)
 	cmd.Flags().StringVar(&c.keyFile, "key", "", "the node key (PKCS#8 PEM, a node.key) of the node that signed the bundle")
 	cmd.Flags().StringVar(&c.published, "published", "", behindHelp)
 	return cmd
@@ -50,7 +53,7 @@ func (c *importCmd) run(ctx context.Context, src string) (err error) {
 	if err != nil {
 		return fmt.Errorf("--key: %w", err)
 	}
-	dir, undo, err := newTargetDataDir(m, c.dataDir)
+	dir, undo, err := newTargetDataDir(c.dataDir)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -28,13 +29,18 @@ type restoreCmd struct {
 func newRestoreCommand(m *Main, g *globals) *cobra.Command {
 	c := &restoreCmd{m: m, g: g}
 	cmd := &cobra.Command{
-		Use:   "restore BACKUP",
+		Use:   "restore BACKUP --data-dir NEW",
 		Short: "Make a data dir from a backup, verified before a node may start on it",
 		Long:  restoreHelp,
 		Args:  usageArgs(cobra.ExactArgs(1)),
-		RunE:  func(cmd *cobra.Command, args []string) error { return c.run(cmd.Context(), args[0]) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireTargetDataDir(c.dataDir); err != nil {
+				return err
+			}
+			return c.run(cmd.Context(), args[0])
+		},
 	}
-	cmd.Flags().StringVar(&c.dataDir, "data-dir", "", datadir.Help)
+	cmd.Flags().StringVar(&c.dataDir, "data-dir", "", targetDataDirHelp)
 	cmd.Flags().StringVar(&c.published, "published", "", behindHelp)
 	return cmd
 }
@@ -45,7 +51,7 @@ func (c *restoreCmd) run(ctx context.Context, src string) (err error) {
 	if err != nil {
 		return err
 	}
-	dir, undo, err := newTargetDataDir(m, c.dataDir)
+	dir, undo, err := newTargetDataDir(c.dataDir)
 	if err != nil {
 		return err
 	}
@@ -103,13 +109,30 @@ func reportBehind(ctx context.Context, stdout, stderr io.Writer, chain *eventlog
 	return nil
 }
 
-// newTargetDataDir resolves --data-dir and makes it a new data dir, refusing one
+// targetDataDirHelp is the help of --data-dir for restore and import, which
+// make a data dir rather than use one.
+const targetDataDirHelp = "the new data dir to make: it must not exist or be empty (required)"
+
+// requireTargetDataDir refuses a restore or import without --data-dir. Unlike
+// the commands that use a data dir, they take neither $CIVNODE_DATA_DIR nor
+// ~/.civnode: a new data dir goes where the operator names it, not where a
+// default happens to point.
+func requireTargetDataDir(flag string) error {
+	if flag == "" {
+		return usageErrorf("--data-dir is required: the new data dir to make (it must not exist or be empty)")
+	}
+	return nil
+}
+
+// newTargetDataDir makes --data-dir, absolute, a new data dir, refusing one
 // that holds anything, for restore and import; undo removes what was put
 // there, for a run that failed.
-func newTargetDataDir(m *Main, flag string) (dir datadir.Dir, undo func() error, err error) {
-	if dir, err = datadir.Resolve(flag, m.Getenv, m.HomeDir); err != nil {
-		return "", nil, err
+func newTargetDataDir(flag string) (dir datadir.Dir, undo func() error, err error) {
+	abs, err := filepath.Abs(flag)
+	if err != nil {
+		return "", nil, fmt.Errorf("data dir: %w", err)
 	}
+	dir = datadir.Dir(abs)
 	undo, err = backup.NewTarget(string(dir))
 	return dir, undo, err
 }
