@@ -16,17 +16,19 @@
 // was there, as hashicorp/raft's FSM Restore does. The chain wins any
 // disagreement.
 //
-// Missions, Identities and Game are the queries over that state. Made with
-// NewX they read a durable snapshot (eventlog.ModelView): a client that got a
-// 2xx reads its own write, and nothing that is not durable is ever shown.
+// [Missions], [Identities], [Game], [Servicenet] and [Oracle] are the queries
+// over that state. Made with their constructors ([NewMissions],
+// [NewIdentities], [NewGame], [NewServicenet], [NewOracle]) from a [Source],
+// the log, they read a durable snapshot (eventlog.ModelView): a client that
+// got a 2xx reads its own write, and nothing that is not durable is ever shown.
 // Their Decisions() read the newest state instead, which includes events the
 // sequencer has folded but not yet made durable: commands consult it inside
 // eventlog.Log.Decide, where every decision sees every decision before it, so
 // two conflicting commands never both succeed. It is one model read at two
 // points in time, not two models.
 //
-// Models is the one list of the models: each one's name, key prefix, fold,
-// skipped-event count and summary. Fold runs them in its order, and the node's
+// [Models] is the one list of the models ([Model]): each one's name, key
+// prefix, fold, skipped-event count ([Skipped] reads them all) and summary. Fold runs them in its order, and the node's
 // tools (its start-up warning, GET /v1/metrics, civnode replay) report through
 // it, so a model added there is folded and reported everywhere.
 //

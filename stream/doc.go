@@ -3,6 +3,8 @@
 // package http, NATS subscribers on a --nats-listen port or behind a leaf-node
 // link) follow the node without reading the store (docs/streaming.md).
 //
+// [Start] runs the [Server] from its [Options]; [Server.Close] stops it.
+//
 // # Subjects
 //
 // Every subject is under civnode.<node DID>; a did:key holds no '.', '*', '>'
@@ -23,6 +25,10 @@
 //	                              with a quorum of witnesses' cosignature lines
 //	                              (PublishWitnessed); header Civnode-Tree-Size
 //
+// [EventSubject], [ExportsSubject], [CheckpointsSubject] and
+// [WitnessedSubject] spell these subjects, [HeaderSeq] and [HeaderTreeSize]
+// the headers.
+//
 // Event types are dot-separated tokens, so the type filter of eventlog
 // ("mission.*": every type that starts with "mission.", at any depth) is the
 // NATS subject civnode.<node>.events.mission.> exactly.
@@ -37,10 +43,11 @@
 // /v1/stream?after_seq=). One in-process connection publishes, in commit order,
 // so every subscriber sees seq order.
 //
-// The in-process Subscriptions (one per WebSocket client) share one NATS
-// subscription on civnode.<node>.events.>, whose callback offers each event to
-// every matching Subscription's bounded channel (subscribe.go): NATS carries
-// an event once, however many clients follow the node.
+// The in-process Subscriptions ([Server.Subscribe]; one per WebSocket client)
+// share one NATS subscription on civnode.<node>.events.>, whose callback
+// offers each event to every matching Subscription's bounded channel
+// (subscribe.go): NATS carries an event once, however many clients follow the
+// node.
 //
 // A Subscription cannot hold a gap: when its buffer is full as an event
 // arrives, or when NATS itself drops messages on the way to the shared
@@ -55,7 +62,8 @@
 // NATS server or cluster, which then carries the node's subjects to its own
 // subscribers. The server cannot call back when a leaf link goes up or down, so
 // the package polls its leaf connections (Options.LeafPoll, default every
-// second) and reports each change to Options.OnPeer.
+// second) and reports each change to Options.OnPeer. [Server.Status] and
+// [Server.LeafLink] report the server and its link as they are.
 //
 // # Accounts and the port's limits
 //

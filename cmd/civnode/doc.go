@@ -8,9 +8,12 @@
 //
 // This package parses flags (and serve's CIVNODE_* variables and --config
 // file), runs one command and prints what it returns. Each command is a
-// small type or constructor of its own, in a file named for it; Main holds
+// small type or constructor of its own, in a file named for it; [Main] holds
 // only what every command shares: the streams and environment, the logger,
-// the progress bars and the "invalid:" line. What a command does lives in
+// the progress bars and the "invalid:" line. main is a few lines:
+// [NewMain] gives the process's Main, [Main.Run] runs the command line, and
+// [ExitCode] turns the result into the exit status; the end-to-end tests build
+// a Main of their own and run the same Run. What a command does lives in
 // the package that owns it:
 //
 //	internal/localnode   open the core; serve a node (its wiring and

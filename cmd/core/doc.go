@@ -8,5 +8,5 @@
 // package (docs/architecture.md, deps_test.go). It must never import http: the http package's own
 // tests open their nodes through it, so the import would be a cycle. The
 // mapping of a Core onto http.Options therefore lives with its users: serve's
-// localnode.ServerOptions (cmd/civnode/internal/node), and a helper of http's tests.
+// localnode.ServerOptions (cmd/civnode/internal/localnode), and a helper of http's tests.
 package core

@@ -1,8 +1,9 @@
 // Package catalog is the game catalog: the versioned content that says which
 // stages, roles, factions, strategies and domains exist, which mission templates
 // the game can publish, and which of them form the starter set and each mission
-// pack. One catalog is built into the binary (default.json, Default); an operator
-// may run a node with their own file instead (civnode serve --catalog FILE).
+// pack. One catalog is built into the binary (default.json: [Default], its bytes
+// [DefaultJSON]); an operator may run a node with their own file instead
+// (civnode serve --catalog FILE).
 // docs/game.md is the operator's guide to the format.
 //
 // # Format
@@ -50,6 +51,9 @@
 // Kinds are checked in dependency order (domains, factions, strategies, stages,
 // roles, mission_packs, mission_templates, starter_missions), so a reference is
 // checked where it appears.
+//
+// A template's sets name the starter set ([SetStarter]) and the packs
+// ([PackSet]).
 //
 // A parsed Catalog is immutable by convention and shared by the whole node. Its
 // JSON encoding is the file format again, with payload keys sorted, so the

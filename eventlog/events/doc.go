@@ -3,10 +3,10 @@
 // standard library and its parent eventlog, which both sides import already, so
 // both can share it without importing each other (docs/architecture.md). It
 // needs eventlog for one thing: a payload written on every request
-// (mission.created) writes its own RFC 8785 form with the log's string encoder
-// (eventlog.CanonicalAppender).
+// (mission.created, [MissionCreated]) writes its own RFC 8785 form with the
+// log's string encoder (eventlog.CanonicalAppender).
 //
-// Types lists every event type a node writes, with what it records: the one
+// [Types] lists every event type a node writes, with what it records: the one
 // list the briefings count from, held by tests to the Type* constants and to
 // docs/events.md, which documents each type's payload.
 //

@@ -10,5 +10,10 @@
 //   - [Replace] renames over the name: a reader sees the old file or the new
 //     one. Published tiles and checkpoints use it.
 //
+// [WriteTemp] is the step both share, the synced temporary file, for a caller
+// that links or renames it itself. [SyncDir] makes a name durable: Create
+// syncs the directory itself, while after Replace the caller does, once for
+// all the files it put in that directory.
+//
 // It imports only the standard library, so any package of the module may use it.
 package atomicfile

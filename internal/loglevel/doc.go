@@ -1,4 +1,4 @@
-// Package loglevel gives an slog handler a floor: records below it are
+// Package loglevel gives an slog handler a floor ([Floor]): records below it are
 // dropped before they are formatted. It quiets a component that logs its
 // routine at Info (Pebble in bench's scratch logs, the MCP SDK's per-request
 // sessions) without lowering the level of the logger it shares.

@@ -2,6 +2,9 @@
 // its tokens and payment accounts (civnode token, civnode wallet) and the
 // snapshot a backup copies (civnode backup).
 //
+// [Open] gives the [Owner] of a data dir, whose [Tokens] and [Wallets] are
+// those operations; [Snapshot] takes the store's snapshot for a backup.
+//
 // There are two ways of working, and every operation has both. When no node
 // runs on the data dir, it is opened offline and the commands run on its
 // core as the node itself (localnode.Owner): whoever can open the data dir holds

@@ -1,4 +1,4 @@
-// Package configfile reads the YAML file of civnode serve --config: one
+// Package configfile reads ([Read]) the YAML file of civnode serve --config: one
 // mapping of flag names to values, each value turned into the text the flag
 // would take on the command line (a list joined with commas, null as ""), so
 // that the command sets it with pflag's own parser. Which source wins (a

@@ -38,10 +38,15 @@
 // [Dir.IsMirror] tells such a dir; [Dir.ExistingChainKey] and
 // [Dir.OpenChainLog] open the chain of a node's dir or a mirror's, with the
 // pinned origin key in a mirror's ([Dir.PinnedOrigin]), for the one-shot
-// commands (backup, restore, verify, replay, export). [BackupFiles] names
-// origin.vkey beside node.key.
+// commands (backup, restore, verify, replay, export), and [ChainKey] says
+// which key opens it. [BackupFiles] names origin.vkey beside node.key.
 //
 // # Secrets
+//
+// [LoadOrCreateNodeKey] and [LoadOrCreateControlToken] read the two secrets,
+// creating them on first start; [LoadNodeKey] and [LoadControlToken] only
+// read them, and [WriteNodeKey] puts an imported key in place (civnode
+// import), never over one.
 //
 // Secrets are written with internal/atomicfile's Create: to a temporary file
 // of mode 0600, synced, then linked into place. A crash never leaves a
