@@ -71,7 +71,15 @@ func (l *Log) openModels(progress RebuildProgress) error {
 		l.live.Store(sp)
 		return nil
 	}
-	l.log.Info("read model schema changed; rebuilding from the chain", "stored_version", version, "version", want, "tip_seq", l.tip.Seq)
+	switch {
+	case version == "" && l.tip.Seq <= 1:
+		// A new store (Open has just written its genesis, or, to ingest,
+		// nothing): no models were stored, and nothing changed.
+	case version == "":
+		l.log.Info("read models not stored; building them from the chain", "version", want, "tip_seq", l.tip.Seq)
+	default:
+		l.log.Info("read model schema changed; rebuilding from the chain", "stored_version", version, "version", want, "tip_seq", l.tip.Seq)
+	}
 	next, err := l.rebuildInto(context.Background(), otherSpace(live), true, progress)
 	if err != nil {
 		return err
