@@ -225,7 +225,7 @@ func (c *serveCmd) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		return localnode.ServeMirror(ctx, lc, src)
+		lc.Mirror = &src
 	}
-	return localnode.Serve(ctx, lc)
+	return localnode.Run(ctx, lc)
 }

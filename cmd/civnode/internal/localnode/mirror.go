@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"sync"
 	"time"
 
-	"github.com/civnode/civnode/cmd/civnode/internal/backup"
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/eventlog"
@@ -155,110 +152,55 @@ func (r *retry) wait(ctx context.Context, err error) error {
 // minInterval is the shortest interval a follower polls at.
 const minInterval = 100 * time.Millisecond
 
-// ServeMirror is civnode serve --mirror-of: it follows the origin at src
-// into cfg.Dir as civnode mirror does and serves the chain read-only from
-// the same process. The read models are folded from the verified chain as it
-// is stored, and the stream publishes each stored group on the origin's
-// subjects. The mirror's own owner token (control.token) and observer tokens
-// authenticate readers as on a node; every write answers 403
-// read_only_mirror. A failure of the source that may pass (a connection
-// refused, a 503) is waited out while the node serves what it holds; a
-// problem with the source (a fork, a rollback, an event that does not
-// verify) stops the process, after the evidence is kept.
-func ServeMirror(ctx context.Context, cfg Config, src MirrorSource) (err error) {
-	logger, dir := cfg.Logger, cfg.Dir
-	if err := dir.Create(logger); err != nil {
-		return err
-	}
+// openMirror opens a mirror (civnode serve --mirror-of): it follows the
+// origin at cfg.Mirror into cfg.Dir as civnode mirror does, and the node
+// serves the chain read-only from the same process. The read models are
+// folded from the verified chain as it is stored, and the stream publishes
+// each stored group on the origin's subjects. The mirror's own owner token
+// (control.token) and observer tokens authenticate readers as on a node;
+// every write answers 403 read_only_mirror. A failure of the source that may
+// pass (a connection refused, a 503) is waited out while the node serves
+// what it holds; a problem with the source (a fork, a rollback, an event
+// that does not verify) stops the node, after the evidence is kept.
+func (n *Node) openMirror(ctx context.Context) error {
+	cfg, logger, dir, src := n.cfg, n.logger, n.cfg.Dir, *n.cfg.Mirror
 	c, k, err := OpenMirrorSource(ctx, logger, dir, src, false)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil // stopped while the source was down
+			return ctx.Err() // stopped while the source was down
 		}
 		return err
 	}
-	defer c.Close()
-	token, err := datadir.LoadOrCreateControlToken(dir.TokenPath(), logger)
-	if err != nil {
+	n.source, n.origin = c, k
+	if n.token, err = datadir.LoadOrCreateControlToken(dir.TokenPath(), logger); err != nil {
 		return err
 	}
 	nats := cfg.NATS
 	nats.NodeDID, nats.Logger = k.DID, logger
-	st, err := stream.Start(nats)
-	if err != nil {
+	if n.stream, err = stream.Start(nats); err != nil {
 		return err
 	}
-	closeStream := sync.OnceValue(st.Close)
-	defer func() {
-		if cerr := closeStream(); cerr != nil && err == nil {
-			err = fmt.Errorf("close nats: %w", cerr)
-		}
-	}()
-	metrics := civhttp.NewMetrics()
+	n.metrics = civhttp.NewMetrics()
 	node, err := core.Open(eventlog.Options{
 		Dir: dir.DBPath(), PublicKey: k.PublicKey(), Logger: logger,
-		OnRebuild: rebuildLogger(logger), OnCommit: st.Publish, OnGroupCommit: metrics.ObserveGroupCommit,
+		OnRebuild: rebuildLogger(logger), OnCommit: n.stream.Publish, OnGroupCommit: n.metrics.ObserveGroupCommit,
 		ModelCacheSize: cfg.ModelCache,
 	}, core.Config{Catalog: cfg.Catalog, Governs: cfg.HTTP.Governs})
 	if err != nil {
 		return dir.OpenError(err)
 	}
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	followed := make(chan error, 1)
-	checkpointsDone := make(chan struct{})
-	defer func() {
-		stop()
-		<-checkpointsDone
-		if ferr := <-followed; ferr != nil && err == nil {
-			err = ferr
-		}
-		if cerr := closeStream(); cerr != nil && err == nil {
-			err = fmt.Errorf("close nats: %w", cerr)
-		}
-		if cerr := node.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close event log: %w", cerr)
-		}
-	}()
+	n.core = node
+	n.goBackground(func(ctx context.Context) { n.stream.PublishCheckpoints(ctx, node.Log, stream.CheckpointInterval) })
+	n.followed = make(chan error, 1)
 	go func() {
-		defer close(checkpointsDone)
-		st.PublishCheckpoints(ctx, node.Log, stream.CheckpointInterval)
-	}()
-	go func() {
-		err := FollowMirror(ctx, logger, c, node.Log, dir, src, false, func(rep transparency.Mirrored) {
+		err := FollowMirror(n.bg, logger, c, node.Log, dir, src, false, func(rep transparency.Mirrored) {
 			logger.Info("mirrored", "origin", k.Origin, "tree_size", rep.Head.Size, "events", rep.Events)
 		})
 		if err != nil {
 			logger.Error("stopped following the origin", "err", err)
-			stop()
+			n.stopBg()
 		}
-		followed <- err
+		n.followed <- err
 	}()
-
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	addr := ln.Addr().String()
-	if sock := listenControlSocket(dir.SocketPath(), logger); sock != nil {
-		ln = civhttp.MergeListeners(ln, sock)
-	}
-	opts := cfg.HTTP
-	opts.OwnerToken, opts.Catalog, opts.Logger, opts.Stream, opts.Metrics = token, cfg.Catalog, logger, st, metrics
-	// civnode backup of the running mirror, as of a node (docs/mirrors.md).
-	opts.Snapshot = func(ctx context.Context) (civhttp.Snapshot, error) {
-		snap, err := backup.Take(ctx, node.Log, string(dir), time.Now())
-		return civhttp.Snapshot{Dir: snap.Dir, Backup: snap.Backup}, err
-	}
-	srv := civhttp.New(ServerOptions(node, opts))
-	logger.Info("serving a mirror", "addr", addr, "origin", k.Origin, "from", c.Via(), "data_dir", string(dir), "tip_seq", node.Log.Tip().Seq)
-	if err := cfg.Listening(addr); err != nil {
-		ln.Close()
-		return err
-	}
-	serveErr := srv.Serve(ctx, ln)
-	if serveErr != nil && !errors.Is(serveErr, context.Canceled) {
-		return serveErr
-	}
 	return nil
 }

@@ -6,11 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"sync"
-	"time"
 
-	"github.com/civnode/civnode/cmd/civnode/internal/backup"
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/commands"
@@ -20,9 +16,9 @@ import (
 	"github.com/civnode/civnode/stream"
 )
 
-// Config is what Serve runs: serve's settings, already checked and mapped
-// onto the options of the packages they configure, and the surroundings the
-// command gives it.
+// Config is the node that OpenNode opens and Run runs: serve's settings,
+// already checked and mapped onto the options of the packages they
+// configure, and the surroundings the command gives it.
 type Config struct {
 	Dir     datadir.Dir
 	Addr    string
@@ -31,12 +27,15 @@ type Config struct {
 	RegistryURL string
 	// ModelCache is the read models' write-through cache, in bytes.
 	ModelCache int64
-	// HTTP holds the server's limits and Governs; Serve adds the core, the
+	// Mirror, if set, makes the node a read-only mirror of the origin at
+	// this source (serve --mirror-of); nil: the node's own chain.
+	Mirror *MirrorSource
+	// HTTP holds the server's limits and Governs; OpenNode adds the core, the
 	// owner token, the catalog, the stream, the metrics, the logger and the
 	// snapshot hook.
 	HTTP civhttp.Options
-	// NATS holds the stream's listener, leaf link and limits; Serve adds
-	// the node DID, the peer hook and the logger.
+	// NATS holds the stream's listener, leaf link and limits; OpenNode adds
+	// the node DID (a mirror's: the origin's), the peer hook and the logger.
 	NATS stream.Options
 	// Version, Commit and GoVersion are the build's (civnode_build_info,
 	// node.started).
@@ -58,25 +57,17 @@ type Config struct {
 	Notify func(state string) error
 }
 
-// Serve runs the node of cfg.Dir until ctx is done: the data dir and its
-// secrets made on first start, NATS, the registry client, the core, the
-// peer recorder and the checkpoint pump, the TCP listener and the control
-// socket, the oracle socket and the HTTP server. It stops them in the
-// reverse order: the oracle socket, then node.stopped, then the recorders,
-// NATS and the log, so that nothing is published or recorded on a closed
-// log and every oracle event of a run falls between node.started and
-// node.stopped.
-func Serve(ctx context.Context, cfg Config) (err error) {
-	logger, dir := cfg.Logger, cfg.Dir
-	if err := dir.Create(logger); err != nil {
-		return err
-	}
+// openOwn opens a node's own chain, writable: its key and control token
+// (made on first start), NATS with the recorder of leaf links, the metrics,
+// the registry client and the core, and the work beside the server: the peer
+// recorder, the checkpoint pump and the witnessing.
+func (n *Node) openOwn(ctx context.Context) error {
+	cfg, logger, dir := n.cfg, n.logger, n.cfg.Dir
 	key, err := dir.ServeNodeKey(logger)
 	if err != nil {
 		return err
 	}
-	token, err := datadir.LoadOrCreateControlToken(dir.TokenPath(), logger)
-	if err != nil {
+	if n.token, err = datadir.LoadOrCreateControlToken(dir.TokenPath(), logger); err != nil {
 		return err
 	}
 	// Before the log: its OnCommit publishes on it. A leaf link that comes up
@@ -84,29 +75,22 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 	peers := newPeerRecorder(logger)
 	nats := cfg.NATS
 	nats.NodeDID, nats.OnPeer, nats.Logger = eventlog.DIDKey(key.Public().(ed25519.PublicKey)), peers.note, logger
-	st, err := stream.Start(nats)
-	if err != nil {
+	if n.stream, err = stream.Start(nats); err != nil {
 		return err
 	}
-	closeStream := sync.OnceValue(st.Close)
-	defer func() {
-		if cerr := closeStream(); cerr != nil && err == nil {
-			err = fmt.Errorf("close nats: %w", cerr)
-		}
-	}()
-	logNATS(logger, st.Status())
+	logNATS(logger, n.stream.Status())
 	// Before the log and the registry client, which report into it.
-	metrics := civhttp.NewMetrics()
-	if err := metrics.SetBuildInfo(cfg.Version, cfg.Commit, cfg.GoVersion); err != nil {
+	n.metrics = civhttp.NewMetrics()
+	if err := n.metrics.SetBuildInfo(cfg.Version, cfg.Commit, cfg.GoVersion); err != nil {
 		return err
 	}
-	registry, err := openRegistry(dir, cfg.RegistryURL, key, logger, metrics.ObserveRegistry)
+	registry, err := openRegistry(dir, cfg.RegistryURL, key, logger, n.metrics.ObserveRegistry)
 	if err != nil {
 		return err
 	}
-	node, err := Open(ctx, dir, key, core.Config{Catalog: cfg.Catalog, Governs: cfg.HTTP.Governs,
+	c, err := Open(ctx, dir, key, core.Config{Catalog: cfg.Catalog, Governs: cfg.HTTP.Governs,
 		Keys: Keystore(dir), Registry: registry}, logger,
-		Hooks{OnCommit: st.Publish, OnGroupCommit: metrics.ObserveGroupCommit, OnTreeBuild: cfg.TreeBuildBar, ModelCache: cfg.ModelCache})
+		Hooks{OnCommit: n.stream.Publish, OnGroupCommit: n.metrics.ObserveGroupCommit, OnTreeBuild: cfg.TreeBuildBar, ModelCache: cfg.ModelCache})
 	var ce *eventlog.ChainError
 	if errors.Is(err, eventlog.ErrCorrupt) {
 		return fmt.Errorf("%w; the node will not start on a damaged store: restore the data dir from a backup", err)
@@ -116,106 +100,14 @@ func Serve(ctx context.Context, cfg Config) (err error) {
 	if err != nil {
 		return err
 	}
-	// Runs before the stream's own deferred close: the peer recorder stops,
-	// then NATS, then the log, so nothing is published or recorded on a
-	// closed log.
-	recordCtx, stopRecording := context.WithCancel(context.WithoutCancel(ctx))
-	recorded := make(chan struct{})
-	checkpointsDone := make(chan struct{})
-	witnessingDone := make(chan struct{})
-	defer func() {
-		stopRecording()
-		<-recorded
-		<-checkpointsDone
-		<-witnessingDone
-		if cerr := closeStream(); cerr != nil && err == nil {
-			err = fmt.Errorf("close nats: %w", cerr)
-		}
-		if cerr := node.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close event log: %w", cerr)
-		}
-	}()
-	chain := node.Log
-	go func() {
-		defer close(recorded)
-		peers.record(recordCtx, commands.NewPeers(chain))
-	}()
-	go func() {
-		defer close(checkpointsDone)
-		st.PublishCheckpoints(recordCtx, chain, stream.CheckpointInterval)
-	}()
-	wit, submitter, err := startWitnessing(recordCtx, cfg.Witnessing, dir, key, chain, st, logger, witnessingDone)
-	if err != nil {
-		return err
-	}
-
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	addr := ln.Addr().String()
-	// After Open: the database lock proves that a socket already in the
-	// data dir is stale.
-	if sock := listenControlSocket(dir.SocketPath(), logger); sock != nil {
-		ln = civhttp.MergeListeners(ln, sock)
-	}
-	// Not ctx: a signal during start-up still leaves a started/stopped pair.
-	if _, err := chain.Audit(context.WithoutCancel(ctx), "node.started", chain.NodeDID(), map[string]any{
-		"addr": addr, "version": cfg.Version, "tip_seq": chain.Tip().Seq,
-	}); err != nil {
-		ln.Close()
-		return fmt.Errorf("audit node.started: %w", err)
-	}
-	// After node.started, and closed before node.stopped, so that every
-	// oracle event of this run falls between the two.
-	oracle := startOracleSocket(ctx, dir.OracleSocketPath(), node, logger)
-	defer oracle.Close()
-	opts := cfg.HTTP
-	opts.OwnerToken, opts.Catalog, opts.Logger, opts.Stream, opts.Metrics = token, cfg.Catalog, logger, st, metrics
-	opts.Witness, opts.Witnesses = wit, submitter
-	opts.Snapshot = func(ctx context.Context) (civhttp.Snapshot, error) {
-		snap, err := backup.Take(ctx, chain, string(dir), time.Now())
-		return civhttp.Snapshot{Dir: snap.Dir, Backup: snap.Backup}, err
-	}
-	srv := civhttp.New(ServerOptions(node, opts))
-	logger.Info("serving", append([]any{"addr", addr, "node_did", chain.NodeDID(), "data_dir", string(dir),
-		"tip_seq", chain.Tip().Seq, "version", cfg.Version, "catalog_version", cfg.Catalog.Version, "registry", registryLabel(cfg.RegistryURL)},
-		cfg.Settings...)...)
-	if err := cfg.Listening(addr); err != nil {
-		ln.Close()
-		return err
-	}
-	// A service manager (systemd, Type=notify) learns that the node serves,
-	// and, once ctx is done, that it is stopping; a failed notice is logged,
-	// not fatal: the node serves all the same.
-	if err := cfg.Notify("READY=1\nSTATUS=serving on " + addr); err != nil {
-		logger.Warn("sd_notify", "err", err)
-	}
-	stopNotice := context.AfterFunc(ctx, func() {
-		if err := cfg.Notify("STOPPING=1"); err != nil {
-			logger.Warn("sd_notify", "err", err)
-		}
-	})
-	defer stopNotice()
-
-	// Serve returns nil once ctx is done and in-flight requests have finished;
-	// the stream's WebSocket clients are closed by then, and the stream server
-	// itself is closed by the deferred function above, after node.stopped.
-	serveErr := srv.Serve(ctx, ln)
-	if err := oracle.Close(); err != nil {
-		logger.Warn("stopping the oracle socket", "err", err)
-	}
-	// The stop is recorded although ctx, the reason for stopping, is done.
-	if _, err := chain.Audit(context.WithoutCancel(ctx), "node.stopped", chain.NodeDID(), map[string]any{
-		"tip_seq": chain.Tip().Seq,
-	}); err != nil {
-		return errors.Join(serveErr, fmt.Errorf("audit node.stopped: %w", err))
-	}
-	if serveErr != nil {
-		return serveErr
-	}
-	logger.Info("stopped", "tip_seq", chain.Tip().Seq)
-	return nil
+	n.core = c
+	chain := c.Log
+	n.goBackground(func(ctx context.Context) { peers.record(ctx, commands.NewPeers(chain)) })
+	n.goBackground(func(ctx context.Context) { n.stream.PublishCheckpoints(ctx, chain, stream.CheckpointInterval) })
+	witnessed := make(chan struct{})
+	n.waits = append(n.waits, witnessed)
+	n.http.Witness, n.http.Witnesses, err = startWitnessing(n.bg, cfg.Witnessing, dir, key, chain, n.stream, logger, witnessed)
+	return err
 }
 
 // logNATS says whether the node opened a NATS port, and where its leaf link
