@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unicode"
@@ -121,3 +122,10 @@ func CapText(s string) string {
 	}
 	return b.String()
 }
+
+// errDIDCollision would mean two salts gave one key: with 128-bit salts, a broken
+// random source.
+var errDIDCollision = errors.New("bootstrap identity: derived agent DID already exists; check the random source")
+
+// errBadSchema marks a card whose input_schema does not compile.
+var errBadSchema = errors.New("input_schema does not compile")

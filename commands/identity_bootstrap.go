@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"errors"
 
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/eventlog/events"
@@ -27,10 +26,6 @@ type BootstrapResult struct {
 	// Events are identity.bootstrapped and profile.updated, durable.
 	Events []eventlog.Event
 }
-
-// errDIDCollision would mean two salts gave one key: with 128-bit salts, a broken
-// random source.
-var errDIDCollision = errors.New("bootstrap identity: derived agent DID already exists; check the random source")
 
 // Bootstrap registers a new identity with a fresh Ed25519 did:key, its public slug
 // and its initial profile. Only the owner may bootstrap. identity.bootstrapped and

@@ -37,9 +37,6 @@ func newSchemaCache() *schemaCache {
 	return &schemaCache{schemas: map[[sha256.Size]byte]*jsonschema.Schema{}}
 }
 
-// errBadSchema marks a card whose input_schema does not compile.
-var errBadSchema = errors.New("input_schema does not compile")
-
 // compile returns the compiled schema of raw.
 func (c *schemaCache) compile(raw []byte) (*jsonschema.Schema, error) {
 	sum := sha256.Sum256(raw)

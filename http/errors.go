@@ -301,3 +301,6 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	writeBody(w, status, b)
 }
+
+// errWriteTimeout is a message the client did not take within the write timeout.
+var errWriteTimeout = errors.New("write timed out")

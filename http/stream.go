@@ -581,9 +581,6 @@ func (c *streamClient) writeMessage(ctx context.Context, msg []byte, newline boo
 	return c.nc.text(msg, newline)
 }
 
-// errWriteTimeout is a message the client did not take within the write timeout.
-var errWriteTimeout = errors.New("stream: write timed out")
-
 // replayError is a failure to read the log for a replay: the node's fault, not
 // the connection's.
 type replayError struct{ err error }

@@ -47,11 +47,6 @@ func (Folder) Fold(tx *eventlog.ModelTxn, ev *eventlog.Event) error {
 	return nil
 }
 
-// errNotOurs marks an event a model does not fold: another model's type, or an
-// event of a shared type that is about something else, such as a payment.settled
-// without a mission.
-var errNotOurs = errors.New("not this model's event")
-
 func decodePayload(ev *eventlog.Event, v any) error {
 	if err := json.Unmarshal(ev.Payload, v); err != nil {
 		return fmt.Errorf("decode payload: %w", err)

@@ -3,15 +3,11 @@ package projections
 import (
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 
 	"github.com/civnode/civnode/eventlog"
 )
-
-// ErrBadCursor is a cursor this model did not hand out.
-var ErrBadCursor = errors.New("projections: bad cursor")
 
 // A cursor is opaque to clients. It holds the creation seq of the last identity of
 // the page it ends: identities are listed in creation order and a new one always

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -37,10 +36,6 @@ type writer interface {
 	Delete(key []byte)
 	Answer(v any)
 }
-
-// errStore marks a failure of the model store itself, as opposed to an event
-// the fold refuses: the former fails the log, the latter is counted.
-var errStore = errors.New("read model store")
 
 func storeErr(err error) error { return fmt.Errorf("%w: %w", errStore, err) }
 

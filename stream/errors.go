@@ -6,8 +6,8 @@ var (
 	// ErrSlowConsumer ends a Subscription that could not be kept without a gap:
 	// its buffer was full when an event arrived, or NATS dropped messages on the
 	// way to it. Its consumer resumes from the log after the last seq it saw.
-	ErrSlowConsumer = errors.New("stream: slow consumer")
+	ErrSlowConsumer = errors.New("slow consumer")
 	// ErrClosed ends every Subscription when the server stops, and is what
 	// Subscribe returns after Close.
-	ErrClosed = errors.New("stream: closed")
+	ErrClosed = errors.New("closed")
 )

@@ -14,12 +14,6 @@ import (
 	"github.com/civnode/civnode/eventlog"
 )
 
-// The problems Check reports; ErrAnotherKey is the third (key.go).
-var (
-	ErrForked     = errors.New("the log forked")
-	ErrRolledBack = errors.New("the log rolled back")
-)
-
 // CheckOptions say where Check keeps its state and which key it expects.
 type CheckOptions struct {
 	// State is the state file: the trusted key and the last verified

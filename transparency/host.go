@@ -78,10 +78,6 @@ func (s tilesHost) Checkpoint(ctx context.Context) ([]byte, error) {
 	return s.c.get(ctx, "/"+CheckpointFile)
 }
 
-// errBadTiles is a static host whose tiles are not those of its own
-// checkpoint: a broken or half-copied mirror, which proves nothing either way.
-var errBadTiles = errors.New("its tiles do not match its checkpoint")
-
 func (s tilesHost) Consistency(ctx context.Context, old, head eventlog.TreeHead) (tlog.TreeProof, error) {
 	// TileHashReader checks every tile it reads against the new, signed root,
 	// so the proof is built from hashes that are in the new tree.

@@ -16,11 +16,6 @@ import (
 // package opens one through OpenCheckpoint, with a verifier key it trusts, and
 // never reads a size or root from an unverified note.
 
-// ErrAnotherKey is a checkpoint that the trusted key did not sign: a note
-// whose signatures are all by other keys, or a verifier key that is not the
-// one trusted.
-var ErrAnotherKey = errors.New("signed by another key")
-
 // Key is a parsed note verifier key of a civnode node:
 // civnode/<did>+<8 hex key hash>+<base64(0x01 ‖ public key)>.
 type Key struct {

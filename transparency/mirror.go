@@ -20,13 +20,6 @@ import (
 
 // The problems Mirror reports besides those of Check (ErrForked,
 // ErrRolledBack, ErrAnotherKey).
-var (
-	// ErrBadEvent is an event of a bundle that is not the one the signed
-	// tree holds at its place, or that does not verify.
-	ErrBadEvent = errors.New("an event does not verify")
-	// ErrBadSeal is a seal whose signature or checkpoint does not verify.
-	ErrBadSeal = errors.New("the seal does not verify")
-)
 
 // MirrorOptions say where a mirror reads and keeps its evidence.
 type MirrorOptions struct {

@@ -3,7 +3,6 @@ package transparency
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -171,10 +170,6 @@ func (s apiSource) Witnessed(ctx context.Context) ([]byte, error) {
 	}
 	return []byte(sum.Witnessed.Checkpoint), nil
 }
-
-// ErrCurrentCheckpointOnly: a node signs checkpoints over its API for its
-// current tree only, so that a token cannot make it sign at will.
-var ErrCurrentCheckpointOnly = errors.New("the node's API serves the checkpoint of its current tree only")
 
 func (s apiSource) CheckpointAt(context.Context, int64) ([]byte, error) {
 	return nil, ErrCurrentCheckpointOnly

@@ -11,10 +11,6 @@ import (
 	"github.com/civnode/civnode/witness"
 )
 
-// ErrNotWitnessed is a checkpoint without the quorum of valid, fresh
-// cosignatures the observer requires (CheckOptions.Witnesses).
-var ErrNotWitnessed = errors.New("not witnessed")
-
 // DefaultMaxAge is how old a cosignature may be when CheckOptions.MaxAge is 0.
 const DefaultMaxAge = 24 * time.Hour
 

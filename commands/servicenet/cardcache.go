@@ -101,9 +101,6 @@ func (cc *cardCache) run(ctx context.Context, agentID string, f *cardFetch, fetc
 	return cloneCard(f.card), f.err
 }
 
-// errPanicked is what the waiters of a fetch that panicked receive.
-var errPanicked = errors.New("card fetch panicked")
-
 // store caches card; cc.mu is held. When the cache is full it first drops
 // the expired cards, then the one closest to expiry, which, with one TTL for
 // all, is the oldest.

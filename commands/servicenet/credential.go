@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"net/http"
 	"time"
 )
@@ -41,11 +40,6 @@ func SigningBytes(method, path, timestamp string, body []byte) []byte {
 	msg = append(msg, '\n')
 	return hex.AppendEncode(msg, sum[:])
 }
-
-// errNoSignature guards against a signer that returns nothing: an unsigned
-// request would be refused by the registry as the node's fault, later and
-// less clearly.
-var errNoSignature = errors.New("node key gave an empty signature")
 
 // authenticate sets the node credential headers on req, whose body is body.
 // It is called once per attempt, so every retry carries a fresh timestamp.

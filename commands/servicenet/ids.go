@@ -1,15 +1,11 @@
 package servicenet
 
 import (
-	"errors"
 	"fmt"
 )
 
 // maxIDLen is the upper bound on an agent, task or receipt id (docs/servicenet.md).
 const maxIDLen = 128
-
-// ErrInvalidID is the cause of every InvalidIDError, for errors.Is.
-var ErrInvalidID = errors.New("invalid registry id")
 
 // InvalidIDError is an agent or task id outside the registry id alphabet. It is the
 // caller's input error, found before the registry is called, so package

@@ -22,13 +22,6 @@ import (
 // directory of mode 0700. A key is written once and never replaced: losing
 // one loses whatever its address holds.
 
-var (
-	// ErrAccountExists: Create was given a ref that already has a key.
-	ErrAccountExists = errors.New("payment account already exists")
-	// ErrAccountNotFound: no key file for the ref.
-	ErrAccountNotFound = errors.New("payment account not found")
-)
-
 const keyFileSuffix = ".key"
 
 // maxKeyFileSize bounds what Wallet reads: a key file is 65 bytes.

@@ -53,10 +53,6 @@ const (
 // registry's contract and is not paid (docs/limits.md).
 const MaxValiditySeconds = 3600
 
-// ErrNoAcceptablePayment: none of a registry's payment requirements can be
-// paid from the requested network with the exact scheme and EIP-3009.
-var ErrNoAcceptablePayment = errors.New("no acceptable payment requirement")
-
 // maxUint256 bounds an amount: the token contract takes a uint256.
 var maxUint256 = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 256), big.NewInt(1))
 

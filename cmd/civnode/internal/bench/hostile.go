@@ -308,9 +308,6 @@ func (b *harness) hostileStall(ctx context.Context) (net.Conn, error) {
 	return c, nil
 }
 
-// errHostileBusy is a read the node answered 503 busy (its response budget).
-var errHostileBusy = errors.New("503 busy")
-
 // hostileGet sends one GET with the owner token and reads the answer to its end.
 // It returns the bytes read and nil only for a 200 read to its end.
 func (b *harness) hostileGet(ctx context.Context, c *http.Client, path string) (int64, error) {

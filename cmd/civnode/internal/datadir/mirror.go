@@ -23,9 +23,6 @@ func (d Dir) OriginKeyPath() string { return filepath.Join(string(d), "origin.vk
 // mirror.evidence-<UTC time>-<problem>.json in the data dir.
 func (d Dir) EvidencePrefix() string { return filepath.Join(string(d), "mirror") }
 
-// ErrNotAMirror is a mirror command on a node's own data dir.
-var ErrNotAMirror = errors.New("the data dir is a node's (it has node.key), not a mirror's")
-
 // OriginKey reads the pinned origin key, "" when the data dir has none yet.
 // A dir with node.key is refused: a mirror never signs, and a node's own
 // chain must not be overwritten by another's.

@@ -24,10 +24,6 @@ import (
 // commands use it, and so does every command that acts on a running node as
 // its owner (wallet, transparency, doctor).
 
-// ErrUnproven means the process at --addr did not prove that it holds the
-// data dir's node key, so the CLI did not send it the owner token.
-var ErrUnproven = errors.New("could not prove it holds node.key; the owner token was not sent")
-
 // AddrError is an --addr that names no HOST:PORT: a mistake on the command
 // line, met only when the control socket cannot be reached.
 type AddrError struct {
