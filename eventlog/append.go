@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"time"
 
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -210,21 +209,13 @@ func (p *pending) write(b batchWriter) {
 // to the committer when the committer is free. While the committer waits for a
 // group's signatures, or for the syncer to take the group before (commit.go),
 // every request that arrives joins the next group, so the group grows with the
-// load and one fsync covers it all.
-//
-// A free committer would otherwise take a group of one: when the callers of a
-// large group are released together, the first to return would get an fsync of
-// its own and the rest would wait behind it. So a group is held back until it has
-// half as many requests as the last one had, or until no request has arrived for
-// groupLinger. A lone caller (a last group of one) never waits.
+// load and one fsync covers it all. A group stops growing at maxGroup events and
+// waits for the committer only.
 func (l *Log) runSequencer() {
 	defer close(l.groups)
 	signer := startSigner(l.key)
 	defer signer.stop()
-	linger := time.NewTimer(time.Hour)
-	linger.Stop()
 	var cur *group
-	lastReqs := 1
 	reqs := l.reqs
 	for reqs != nil || cur != nil {
 		if cur == nil {
@@ -235,36 +226,29 @@ func (l *Log) runSequencer() {
 			}
 			cur = &group{}
 			l.sequence(cur, r, signer)
-			linger.Reset(groupLinger)
 			continue
 		}
-		in, out := reqs, l.groups
-		if len(cur.pending) >= l.maxGroup {
-			in = nil // full: wait for the committer only
-		}
-		if in != nil && 2*len(cur.reqs) < lastReqs {
-			out = nil // too small yet: wait for more requests or the linger
+		in := reqs
+		if len(cur.pending) >= maxGroup {
+			in = nil
 		}
 		select {
-		case out <- cur:
-			lastReqs, cur = len(cur.reqs), nil
-			linger.Stop()
+		case l.groups <- cur:
+			cur = nil
 		case r, ok := <-in:
 			if !ok {
 				reqs = nil
 				continue
 			}
 			l.sequence(cur, r, signer)
-			linger.Reset(groupLinger)
-		case <-linger.C:
-			lastReqs = 1 // the load has dropped; hand over what there is
 		}
 	}
 }
 
-// groupLinger is how long a group that is small for the current load waits for
-// another request before it is committed anyway.
-const groupLinger = 200 * time.Microsecond
+// maxGroup bounds the events committed under one fsync, so that one batch,
+// and the memory its events hold until it is durable, stays bounded whatever
+// the load.
+const maxGroup = 4096
 
 // sequence decides and chains one request into g, all or nothing.
 func (l *Log) sequence(g *group, r *request, signer *signer) {

@@ -44,10 +44,6 @@ type modelEntry struct {
 type modelWrite struct {
 	key string
 	modelEntry
-	// superseded marks a write a later write of the key in the same group
-	// replaced before the batch (sortedBatch): settle skips it, the later
-	// one leaving the overlay and the cache as the two in turn would.
-	superseded bool
 }
 
 // modelSpace is one model key space (0x07 or 0x08): its prefix and the writes
@@ -227,9 +223,6 @@ func (s *modelSpace) settle(writes []modelWrite) {
 	s.mu.Lock()
 	s.settled++
 	for _, w := range writes {
-		if w.superseded {
-			continue
-		}
 		if e, ok := s.overlay[w.key]; ok && e.seq <= w.seq {
 			delete(s.overlay, w.key)
 		}

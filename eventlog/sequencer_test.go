@@ -8,11 +8,8 @@ import (
 )
 
 // TestBurstsNeverStall: bursts of concurrent appends of sizes up to 48, each
-// followed by silence, all return. The sequencer holds back a group that is
-// small beside the one before it (runSequencer); such a group must still be
-// committed when no further request comes. A trial build that handed the
-// committer only a group's signed head, and gave the rest no linger of its
-// own, stalled here within three runs.
+// followed by silence, all return: the last group of a burst is committed
+// without waiting for a further request (runSequencer).
 func TestBurstsNeverStall(t *testing.T) {
 	l := openMem(t, Options{})
 	for round := range 150 {

@@ -30,9 +30,6 @@ type batchWriter interface {
 // compact away.
 type sortedBatch struct {
 	ops []batchOp
-	// dropped is the places (batchOp.order) of the writes the last writeTo
-	// left out for a later write of their key.
-	dropped []int
 }
 
 type batchOp struct {
@@ -60,10 +57,8 @@ func (s *sortedBatch) writeTo(b *pebble.Batch) {
 		}
 		return cmp.Compare(x.order, y.order)
 	})
-	s.dropped = s.dropped[:0]
 	for i, op := range s.ops {
 		if i+1 < len(s.ops) && bytes.Equal(op.key, s.ops[i+1].key) {
-			s.dropped = append(s.dropped, op.order)
 			continue // a later write of the key follows
 		}
 		if op.deleted {
