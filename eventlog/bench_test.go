@@ -197,7 +197,8 @@ func BenchmarkAppendTree(b *testing.B) {
 			name = "tree=on"
 		}
 		b.Run(name, func(b *testing.B) {
-			benchAppends(b, Options{withoutTree: !tree}, 64)
+			defer withTree(tree)()
+			benchAppends(b, Options{}, 64)
 		})
 	}
 }

@@ -62,16 +62,29 @@ var PebbleCandidates = map[string]func(*pebble.Options){
 	},
 }
 
-// WithPebble returns opts with Pebble's options changed by the named
-// candidates, joined by "+".
-func WithPebble(opts Options, candidates string) Options {
+// WithPebble makes the logs opened until restore is called change Pebble's
+// options by the named candidates, joined by "+".
+func WithPebble(candidates string) (restore func()) {
 	names := strings.Split(candidates, "+")
-	opts.tune = func(o *pebble.Options) {
+	return withTune(func(o *pebble.Options) {
 		for _, n := range names {
 			PebbleCandidates[n](o)
 		}
-	}
-	return opts
+	})
+}
+
+// withTune makes the logs opened until restore is called change Pebble's
+// options with tune.
+func withTune(tune func(*pebble.Options)) (restore func()) {
+	seams.tune = tune
+	return func() { seams.tune = nil }
+}
+
+// withTree(false) makes the logs opened until restore is called keep no
+// Merkle tree.
+func withTree(on bool) (restore func()) {
+	seams.withoutTree = !on
+	return func() { seams.withoutTree = false }
 }
 
 // StoreFigures are Pebble's cumulative write figures for a benchmark.

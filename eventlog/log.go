@@ -51,12 +51,8 @@ type Options struct {
 	// durable or failed (GroupCommit), for the node's metrics. It runs on the
 	// commit path and must be quick.
 	OnGroupCommit func(GroupCommit)
-	// CacheSize is Pebble's block cache in bytes; default 64 MiB.
-	CacheSize int64
 	// TailCheck is how many of the newest events Open verifies; default 1024.
 	TailCheck int
-	// MaxGroup bounds the events committed under one fsync; default 4096.
-	MaxGroup int
 	// ModelCacheSize bounds, in bytes of keys and values, the cache of durable
 	// read-model values that decisions and folds read through (models.go);
 	// default DefaultModelCacheSize.
@@ -70,14 +66,6 @@ type Options struct {
 
 	// FS replaces Pebble's file system; tests use it to inject faults.
 	FS vfs.FS
-
-	// withoutTree keeps no Merkle tree, for the benchmark that prices it
-	// (BenchmarkAppendTree). A log opened so must not be opened again with
-	// the tree: its stored hashes would be missing.
-	withoutTree bool
-	// tune, if set, changes Pebble's options before the store is opened, for
-	// the benchmark that compares them (BenchmarkPebbleOptions).
-	tune func(*pebble.Options)
 }
 
 // Tip is the newest durable event.
@@ -103,13 +91,13 @@ type Log struct {
 	onGroup     func(GroupCommit)
 	models      Folder
 	live        atomic.Pointer[modelSpace]
-	maxGroup    int
 	// modelCache is Options.ModelCacheSize.
 	modelCache int64
 	// stalls counts Pebble's write stalls for StoreStats.
 	stalls stallClock
 
-	// The pipeline: Append → reqs → sequencer → groups → committer.
+	// The write path (doc.go, "Writes"): Append → reqs → sequencer →
+	// signing workers → groups → committer → syncer.
 	reqs    chan *request
 	groups  chan *group
 	stopped chan struct{}
@@ -169,21 +157,15 @@ func Open(opts Options) (*Log, error) {
 	if opts.TailCheck <= 0 {
 		opts.TailCheck = 1024
 	}
-	if opts.MaxGroup <= 0 {
-		opts.MaxGroup = 4096
-	}
 	if opts.ModelCacheSize <= 0 {
 		opts.ModelCacheSize = DefaultModelCacheSize
 	}
-	if opts.CacheSize <= 0 {
-		opts.CacheSize = 64 << 20
-	}
-	cache := pebble.NewCache(opts.CacheSize)
+	cache := pebble.NewCache(blockCacheSize)
 	defer cache.Unref() // the DB holds its own reference
 	popts := pebbleOptions(cache)
 	popts.Logger = pebbleLogger{opts.Logger}
-	if opts.tune != nil {
-		opts.tune(popts)
+	if seams.tune != nil {
+		seams.tune(popts)
 	}
 	dir := opts.Dir
 	if opts.InMemory {
@@ -194,7 +176,7 @@ func Open(opts Options) (*Log, error) {
 	}
 	l := &Log{
 		key: opts.Key, pub: pub, did: DIDKey(pub),
-		now: opts.Now, log: opts.Logger, onCommit: opts.OnCommit, onGroup: opts.OnGroupCommit, models: opts.Models, maxGroup: opts.MaxGroup, modelCache: opts.ModelCacheSize,
+		now: opts.Now, log: opts.Logger, onCommit: opts.OnCommit, onGroup: opts.OnGroupCommit, models: opts.Models, modelCache: opts.ModelCacheSize,
 		reqs:    make(chan *request, 1024),
 		groups:  make(chan *group), // unbuffered: a group is handed over only when the committer is free
 		stopped: make(chan struct{}),
@@ -252,7 +234,7 @@ func Open(opts Options) (*Log, error) {
 		return nil, fmt.Errorf("open read models: %w", err)
 	}
 	var tree *treeFrontier
-	if !opts.withoutTree {
+	if !seams.withoutTree {
 		if tree, err = l.openTree(opts.OnTreeBuild); err != nil {
 			db.Close()
 			return nil, err

@@ -152,8 +152,10 @@ func medianFigures(rs []roundFigures) roundFigures {
 // pebbleRound opens the store in dir with the candidate's options, creates warm missions
 // untimed, then n more from 64 callers, and closes it.
 func pebbleRound(dir, candidate string, n, warm int) (roundFigures, error) {
-	c, err := core.Open(eventlog.WithPebble(eventlog.Options{Dir: dir, Key: ed25519.NewKeyFromSeed(make([]byte, 32)),
-		Logger: slog.New(slog.DiscardHandler)}, candidate), core.Config{})
+	restore := eventlog.WithPebble(candidate)
+	c, err := core.Open(eventlog.Options{Dir: dir, Key: ed25519.NewKeyFromSeed(make([]byte, 32)),
+		Logger: slog.New(slog.DiscardHandler)}, core.Config{})
+	restore() // Open has taken the options
 	if err != nil {
 		return roundFigures{}, err
 	}

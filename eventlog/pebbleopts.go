@@ -5,28 +5,26 @@ import (
 	"github.com/cockroachdb/pebble/v2/bloom"
 )
 
-// memTableSize is the log's memtable. A larger memtable than Pebble's 4 MiB
-// default means fewer, larger flushes and less compaction work per appended
-// event; it costs at most two memtables of RSS (MemTableStopWritesThreshold).
-// 64 MiB rather than 32 because it leaves less compaction owed per mission
-// create (bytes compacted plus the growth of Pebble's debt) for no more CPU
+// memTableSize is the log's memtable, larger than Pebble's 4 MiB default:
+// fewer, larger flushes leave less compaction work per appended event, for
+// at most two memtables of memory (MemTableStopWritesThreshold)
 // (docs/benchmarks.md, "Pebble's options").
 const memTableSize = 64 << 20
 
+// blockCacheSize is Pebble's block cache, through which every read of the
+// store goes; a fixed size keeps the node's memory bounded.
+const blockCacheSize = 64 << 20
+
 // pebbleOptions are the Pebble options the log opens its store with; Open
 // adds the logger, the file system and the event listener. Each setting
-// beyond Pebble's defaults is here because it was measured to help this
-// load, a stream of small batches of keys that ascend where each key space
-// and index ends (docs/benchmarks.md, "Pebble's options").
+// beyond Pebble's defaults is here because it helps this load, a stream of
+// small batches of keys that ascend where each key space and index ends
+// (docs/benchmarks.md, "Pebble's options").
 //
-// L0 is compacted into Lbase at Pebble's default, 4 sublevels. Schema 1
-// set 8: its id index put a random key in every group commit, so every
-// flush overlapped all of Lbase and gathering more per compaction cut the
-// rewrites. Without that index (schema.go) the flushes hold only keys
-// that ascend where each space ends, and 8 sublevels let L0 pile up
-// instead: over a million creates on a million-event store the debt
-// Pebble owed grew to 3 GB at 8 and stayed near 100 MiB at 4, for the
-// same CPU per create (docs/benchmarks.md, "A store without a random key").
+// L0 is compacted into Lbase at Pebble's default, 4 sublevels: the flushes
+// hold only keys that ascend where each space ends, so they overlap little
+// of Lbase, and more sublevels would let L0 pile up instead of saving
+// rewrites (docs/benchmarks.md, "A store without a random key").
 func pebbleOptions(cache *pebble.Cache) *pebble.Options {
 	o := &pebble.Options{MemTableSize: memTableSize, Cache: cache}
 	// Bloom filters make a lookup of an absent key (a new mission id, a free

@@ -14,8 +14,9 @@ import (
 // and a compaction of everything empties L0, counts, and brings the score
 // down. The files take space, and a closed log says so.
 func TestStoreStatsFollowTheStore(t *testing.T) {
-	l, err := Open(Options{Dir: t.TempDir(), Key: seedKey(t, vectorSeed),
-		tune: func(o *pebble.Options) { o.DisableAutomaticCompactions = true }})
+	restore := withTune(func(o *pebble.Options) { o.DisableAutomaticCompactions = true })
+	l, err := Open(Options{Dir: t.TempDir(), Key: seedKey(t, vectorSeed)})
+	restore() // Open has taken the options
 	if err != nil {
 		t.Fatal(err)
 	}

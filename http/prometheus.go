@@ -44,7 +44,7 @@ type Metrics struct {
 var (
 	httpBuckets     = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 	fsyncBuckets    = []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}
-	groupBuckets    = prometheus.ExponentialBuckets(1, 2, 13) // 1 … 4096, the default MaxGroup
+	groupBuckets    = prometheus.ExponentialBuckets(1, 2, 13) // 1 … 4096, the most events the log commits under one fsync
 	registryBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20, 30}
 )
 
