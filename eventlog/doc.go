@@ -62,6 +62,36 @@
 // subtraction, not a count. All keys of one group of appends are written in one Pebble
 // batch and made durable by one fsync (group commit); Append returns only after it.
 //
+// # Writes
+//
+// An append passes through four kinds of goroutine, each keeping one rule:
+//
+//   - The caller of Append canonicalises its drafts and sends a request on
+//     reqs, then waits for it; once sent, a request is decided and committed
+//     whatever the caller does, so it never reports a failure that did not
+//     happen.
+//   - The sequencer (runSequencer, append.go), the one serial step, takes
+//     requests in arrival order, runs Decide's function, chains each event
+//     (seq, timestamp, prev_hash, id), extends the Merkle tree and folds the
+//     read models, and sends each event on jobs to the signing workers. Its
+//     rule: every event is chained and folded after every event before it,
+//     and a request's events all go into one group, so a decision sees every
+//     decision before its own. It sends a group on groups whenever the
+//     committer is ready for one; until then, requests join that group, so it
+//     grows with the load, up to maxGroup events.
+//   - The signing workers (signer, append.go), one per core, sign the events
+//     they are handed, with those already queued behind them, and count them
+//     off the group's WaitGroup. Their rule: a signature is ed25519.Sign's,
+//     byte for byte (batchsign.go).
+//   - The committer (runCommitter, commit.go) waits for a group's signatures,
+//     applies its one Pebble batch without waiting for the fsync, and sends
+//     it on toSync; the syncer (runSyncer) waits for that fsync, makes the
+//     group the tip, publishes the models' durable snapshot and releases the
+//     group's callers. Their rule: groups are applied, synced and released in
+//     the sequencer's order, and nothing counts as durable, nor is any caller
+//     answered, before its fsync. A failed write or fsync fails the log for
+//     good.
+//
 // # Read models
 //
 // A log opened with Options.Models folds every event into the read models on

@@ -9,11 +9,9 @@ import (
 // pacer keeps Pebble's memtable flushes and compactions from taking a whole
 // core in a burst. Pebble runs each on one goroutine that is always
 // runnable, while the goroutines serving requests block on the network and
-// on fsyncs; on two cores Go's scheduler then gives the flush a core for as
-// long as it runs, up to a second and a half every few seconds, and in those
-// windows the node serves half its requests at twice the latency. They held
-// 82 % of the requests over the p99 (docs/benchmarks.md, "Pacing Pebble's
-// background work").
+// on fsyncs; on a machine of few cores Go's scheduler then gives the flush a
+// core for as long as it runs, and the requests that arrive meanwhile wait
+// behind it (docs/benchmarks.md, "Pacing Pebble's background work").
 //
 // The pacer wraps the store's file system. Each sstable a flush or a
 // compaction writes is a pacedFile, which before each write sleeps k times

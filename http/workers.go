@@ -3,11 +3,10 @@ package http
 import "time"
 
 // handlerWorkers runs the timed handlers (withTimeoutOf) on goroutines kept
-// between requests. A goroutine starts with a small stack, and a create's
-// handler (body walk, decode, the command, the answer's encoding) grows it
-// several times over, each time copying it whole: on a new goroutine per
-// request that was ≈ 8 % of the HTTP layer's CPU (docs/benchmarks.md, "The
-// HTTP layer"). A kept goroutine has grown already.
+// between requests, because a kept goroutine's stack has grown already: a
+// goroutine starts with a small stack, and a create's handler (body walk,
+// decode, the command, the answer's encoding) grows it several times over,
+// each time copying it whole (docs/benchmarks.md, "The HTTP layer").
 //
 // A handler is given to an idle worker if there is one, and to a new one
 // otherwise, so a slow or abandoned handler never holds up another: the
