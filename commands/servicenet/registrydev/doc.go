@@ -26,13 +26,12 @@
 // DID; anything else is 401. A bearer credential, when sent, is not checked:
 // the stand-in issues none.
 //
-// Payments are verified as an x402 facilitator would (x402.go, shared with
-// the test fake servicenettest): the requirement's version, network,
-// recipient and amount, the validity window, the nonce not seen before, and
-// the EIP-712 signature of the EIP-3009 authorization, which must recover to
-// its payer. A payment that verifies is answered with a settlement receipt;
-// nothing is settled on a chain, and the receipt's transaction is the SHA-256
-// of the nonce.
+// Payments are verified as an x402 facilitator would (x402.go): the
+// requirement's version, network, recipient and amount, the validity
+// window, the nonce not seen before, and the EIP-712 signature of the
+// EIP-3009 authorization, which must recover to its payer. A payment that
+// verifies is answered with a settlement receipt; nothing is settled on a
+// chain, and the receipt's transaction is the SHA-256 of the nonce.
 //
 // OAuth (oauth.go) approves every authorization request at once, as a user
 // who always clicks "allow" would: GET /oauth/authorize redirects to the
@@ -40,4 +39,28 @@
 // verifier, for an access token valid for an hour and a refresh token. Any
 // client_id is accepted; a code is good once, for ten minutes, and only with
 // the redirect_uri, client_id and verifier it was issued for.
+//
+// # Entry points
+//
+// New returns the stand-in (a Server, configured by Options) that civnode
+// registry-dev serves.
+//
+// The four agent routes are a Registry (registry.go), which Server puts its
+// node check, OAuth and request log in front of, and which the test fake
+// servicenettest builds on with its own agents, recording and faults, so
+// that there is one registry to test the node against. NewRegistry serves
+// the Agents of a Directory (each with its Answer, and Async for an agent
+// that accepts tasks), configured by RegistryOptions (the clock, the
+// Facilitator, the OAuth check, and Settle and Refused to watch payments);
+// Registry.Serve answers a request that ParsePath has routed to a Route
+// (RouteList, RouteCard, RouteInvoke, RouteTask or RouteUnknown), with the
+// body read as an Invocation for an invoke; Registry.TaskPolls counts a
+// task's fetches.
+//
+// The x402 side is a Price (WithDefaults, Pricing, PaymentRequired,
+// PaymentHeader, SetReceipt), a Facilitator from NewFacilitator whose Verify
+// reads a payment header as a PaymentDoc and returns its Settlement, the
+// header names (HeaderPaymentRequired, HeaderPaymentSignature,
+// HeaderPaymentResponse, HeaderXPayment, HeaderXPaymentResponse) and the
+// defaults of a price (BaseSepoliaUSDC, MerchantAddress).
 package registrydev
