@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/civnode/civnode/commands/servicenet/registrydev"
 )
 
 // Agent is one agent of the fake: its card, how it answers an invoke, its
@@ -33,16 +35,11 @@ type Agent struct {
 }
 
 // Async is an agent that accepts a task: the task answers "running" to its
-// first RunningPolls fetches, then "completed" with Result, or "failed" with
-// Error when Error is set.
-type Async struct {
-	// ReceiptID and TaskID default to rcpt-N and task-N, N counting the
-	// registry's accepted invokes.
-	ReceiptID, TaskID string
-	RunningPolls      int
-	Result            json.RawMessage
-	Error             string
-}
+// first RunningPolls fetches, then "completed" with Result (default
+// {"answer":"42"}), or "failed" with Error when Error is set. ReceiptID and
+// TaskID default to rcpt-N and task-N, N counting the registry's accepted
+// invokes.
+type Async = registrydev.Async
 
 // Fault replaces a route's answer. The fake waits Delay (or until the client
 // gives up), then answers Status with Body and Header. With neither Status nor
@@ -96,43 +93,19 @@ func (f *Fault) apply(w http.ResponseWriter, req *http.Request, hit int) bool {
 	return true
 }
 
-func (a *Agent) name() string {
-	if a.Name == "" {
-		return a.ID
+// dev is a as registrydev's registry serves it: its answer is its Result,
+// {"answer":"42"} by default, which is also an Async's default.
+func (a *Agent) dev() registrydev.Agent {
+	d := registrydev.Agent{ID: a.ID, Name: a.Name, Description: a.Description, InputSchema: a.InputSchema,
+		SecuritySchemes: a.SecuritySchemes, Pricing: a.Pricing, RequiresPayment: a.RequiresPayment, Async: a.Async}
+	result := a.Result
+	if len(result) == 0 || a.Async != nil {
+		result = json.RawMessage(`{"answer":"42"}`)
 	}
-	return a.Name
-}
-
-// paid is the summary's requires_payment.
-func (a *Agent) paid() bool {
-	if a.RequiresPayment != nil {
-		return *a.RequiresPayment
-	}
-	return a.Price != nil
-}
-
-// cardJSON is the card as the registry sends it.
-type cardJSON struct {
-	AgentID         string          `json:"agent_id"`
-	Name            string          `json:"name"`
-	Description     string          `json:"description"`
-	InputSchema     json.RawMessage `json:"input_schema,omitempty"`
-	SecuritySchemes json.RawMessage `json:"security_schemes,omitempty"`
-	Pricing         json.RawMessage `json:"pricing,omitempty"`
-	RequiresPayment *bool           `json:"requires_payment,omitempty"`
-}
-
-func (a *Agent) card() cardJSON {
-	c := cardJSON{AgentID: a.ID, Name: a.name(), Description: a.Description, InputSchema: a.InputSchema,
-		SecuritySchemes: a.SecuritySchemes, Pricing: a.Pricing, RequiresPayment: a.RequiresPayment}
+	d.Answer = func(registrydev.Invocation, time.Time) (json.RawMessage, error) { return result, nil }
 	if a.Price != nil {
-		if c.Pricing == nil {
-			c.Pricing, _ = json.Marshal(a.Price.Pricing())
-		}
-		if c.RequiresPayment == nil {
-			yes := true
-			c.RequiresPayment = &yes
-		}
+		p := a.Price.dev()
+		d.Price = &p
 	}
-	return c
+	return d
 }

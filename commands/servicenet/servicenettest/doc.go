@@ -17,6 +17,10 @@
 // v2: the PAYMENT-REQUIRED header) and faults per route (a status, a body that
 // breaks the contract, a delay).
 //
+// The routes themselves are registrydev's Registry, the one civnode
+// registry-dev serves: this package adds the agents a test programs, the
+// faults in front of the routes, and the record of what was received.
+//
 // The fake pays attention the way a real registry and its facilitator would:
 // it checks the node credential of every request when given the node's public
 // key (X-Node-DID, X-Node-Timestamp and X-Node-Signature over
@@ -29,4 +33,17 @@
 // receipt (X-PAYMENT-RESPONSE or PAYMENT-RESPONSE); one that fails gets 402
 // again. Every request is recorded (method, escaped path, headers, body) so a
 // test can assert what reached the registry, and what did not.
+//
+// # Entry points
+//
+// New starts a Registry (configured by Options; URL is its address) and
+// Close stops it early. Add and Update set its agents (Agent, with Async,
+// Price and Fault), SetListFault the list's fault. Requests returns each
+// Request received, Count counts them by Route (RouteList, RouteCard,
+// RouteInvoke, RouteTask, RouteUnknown), PaidAttempts counts those that
+// carried a payment, Invocations decodes an agent's invoke bodies
+// (Invocation), Settlements and Refusals list the payments settled
+// (Settlement) and why others were refused, and TaskPolls counts a task's
+// fetches. Price.Pricing is a paid card's pricing member; BaseSepoliaUSDC and
+// MerchantAddress are a price's defaults.
 package servicenettest

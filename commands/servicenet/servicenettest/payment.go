@@ -2,23 +2,14 @@ package servicenettest
 
 import (
 	"encoding/json"
-	"errors"
-	"net/http"
-	"strconv"
 
 	"github.com/civnode/civnode/commands/servicenet/registrydev"
 )
 
 // The x402 side of the registry is registrydev's, which civnode registry-dev
-// serves too: the same requirements, the same facilitator checks. This file
-// adds what only a test asks for: a facilitator that refuses every payment,
-// and a paid answer without a receipt.
-
-// x402 header names.
-const (
-	headerPaymentSignature = registrydev.HeaderPaymentSignature
-	headerXPayment         = registrydev.HeaderXPayment
-)
+// serves too: the same requirements, the same facilitator checks. A Price
+// adds what only a test asks for: a facilitator that refuses every payment
+// (Registry.settle), and a paid answer without a receipt (receiptless).
 
 // Test values of a price: USDC on Base Sepolia and a merchant address.
 const (
@@ -54,62 +45,5 @@ func (p Price) dev() registrydev.Price {
 		Extra: p.Extra, MaxTimeoutSeconds: p.MaxTimeoutSeconds}
 }
 
-func (p Price) withDefaults() Price {
-	d := p.dev().WithDefaults()
-	p.Network, p.Asset, p.PayTo, p.Amount, p.Extra, p.MaxTimeoutSeconds = d.Network, d.Asset, d.PayTo, d.Amount, d.Extra, d.MaxTimeoutSeconds
-	return p
-}
-
 // Pricing is the card's pricing member for p.
 func (p Price) Pricing() map[string]string { return p.dev().Pricing() }
-
-// paymentRequired answers 402 with p's requirements and reason.
-func (p Price) paymentRequired(w http.ResponseWriter, req *http.Request, reason string) {
-	p.dev().PaymentRequired(w, req, reason)
-}
-
-// pay checks the invoke's payment against price. It reports true when the
-// payment verified, with the receipt header set; otherwise it has answered
-// 402.
-func (r *Registry) pay(w http.ResponseWriter, req *http.Request, price *Price) bool {
-	p := price.withDefaults()
-	name, other := p.dev().PaymentHeader()
-	value := req.Header.Get(name)
-	if value == "" {
-		reason := name + " header is required"
-		if req.Header.Get(other) != "" {
-			reason = "payment sent in " + other + ", this agent speaks x402 v" + strconv.Itoa(p.Version)
-			r.refuse(reason)
-		}
-		p.paymentRequired(w, req, reason)
-		return false
-	}
-	s, err := r.verify(p, value)
-	if err == nil && p.Refuse != "" {
-		err = errors.New(p.Refuse)
-	}
-	if err != nil {
-		r.refuse(err.Error())
-		p.paymentRequired(w, req, err.Error())
-		return false
-	}
-	r.mu.Lock()
-	r.settled = append(r.settled, s)
-	r.mu.Unlock()
-	if !p.NoReceipt {
-		p.dev().SetReceipt(w, s)
-	}
-	return true
-}
-
-func (r *Registry) refuse(reason string) {
-	r.mu.Lock()
-	r.refusals = append(r.refusals, reason)
-	r.mu.Unlock()
-}
-
-// verify checks a payment header as a facilitator would, and spends its
-// nonce when it verifies.
-func (r *Registry) verify(p Price, header string) (Settlement, error) {
-	return r.payments.Verify(p.dev(), header)
-}

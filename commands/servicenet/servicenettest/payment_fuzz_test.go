@@ -39,12 +39,12 @@ func (w fixedWallet) SignTransferAuthorization(_ context.Context, a servicenet.T
 }
 
 // FuzzVerifyPaymentHeader feeds payment headers to the fake registry's
-// facilitator (verify), seeded with headers the node's own x402 code signs
-// for each version, and holds that a payment it settles is one a real
-// facilitator would: the header decodes to the price's version, amount,
-// payTo and network, its signature recovers (independently of verify) to
-// the payer the settlement names, and the same header is refused the second
-// time, its nonce spent.
+// facilitator (registrydev's Facilitator.Verify), seeded with headers the
+// node's own x402 code signs for each version, and holds that a payment it
+// settles is one a real facilitator would: the header decodes to the
+// price's version, amount, payTo and network, its signature recovers
+// (independently of Verify) to the payer the settlement names, and the same
+// header is refused the second time, its nonce spent.
 func FuzzVerifyPaymentHeader(f *testing.F) {
 	key, err := crypto.HexToECDSA("8da4ef21b864d2cc526dbdb2a120bd2874c36c9d0a1fb7f8c63d7f7a8b41de8f")
 	if err != nil {
@@ -53,9 +53,9 @@ func FuzzVerifyPaymentHeader(f *testing.F) {
 	w := fixedWallet{key}
 	now := time.Unix(1_740_672_149, 0)
 	for version := range 2 {
-		p := Price{Version: version + 1}
+		p := registrydev.Price{Version: version + 1}
 		rec := httptest.NewRecorder()
-		p.withDefaults().paymentRequired(rec, httptest.NewRequest(http.MethodPost, "/v1/agents/paid/invoke", nil), "pay")
+		p.WithDefaults().PaymentRequired(rec, httptest.NewRequest(http.MethodPost, "/v1/agents/paid/invoke", nil), "pay")
 		pr, err := servicenet.ParsePaymentRequired(rec.Header(), rec.Body.Bytes())
 		if err != nil {
 			f.Fatal(err)
@@ -87,9 +87,9 @@ func FuzzVerifyPaymentHeader(f *testing.F) {
 	f.Add(uint8(0), "")
 	f.Add(uint8(1), "e30=")
 	f.Fuzz(func(t *testing.T, version uint8, header string) {
-		p := Price{Version: 1 + int(version%2)}.withDefaults()
-		r := &Registry{payments: registrydev.NewFacilitator(func() time.Time { return now })}
-		s, err := r.verify(p, header)
+		p := registrydev.Price{Version: 1 + int(version%2)}.WithDefaults()
+		r := registrydev.NewFacilitator(func() time.Time { return now })
+		s, err := r.Verify(p, header)
 		if err != nil {
 			return
 		}
@@ -127,7 +127,7 @@ func FuzzVerifyPaymentHeader(f *testing.F) {
 		if err != nil || !strings.EqualFold(signer, s.Payer) {
 			t.Fatalf("settled for payer %s; the signature recovers to %s, %v", s.Payer, signer, err)
 		}
-		if _, err := r.verify(p, header); err == nil || !strings.Contains(err.Error(), "nonce already used") {
+		if _, err := r.Verify(p, header); err == nil || !strings.Contains(err.Error(), "nonce already used") {
 			t.Fatalf("the same header settled twice: %v", err)
 		}
 	})

@@ -1,16 +1,13 @@
 package servicenettest
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,16 +17,16 @@ import (
 )
 
 // Route names one of the registry's four endpoints.
-type Route string
+type Route = registrydev.Route
 
 // The registry's routes (docs/servicenet.md). RouteUnknown is any other request, which
 // the fake answers 404 and records all the same.
 const (
-	RouteList    Route = "list"
-	RouteCard    Route = "card"
-	RouteInvoke  Route = "invoke"
-	RouteTask    Route = "task"
-	RouteUnknown Route = "unknown"
+	RouteList    = registrydev.RouteList
+	RouteCard    = registrydev.RouteCard
+	RouteInvoke  = registrydev.RouteInvoke
+	RouteTask    = registrydev.RouteTask
+	RouteUnknown = registrydev.RouteUnknown
 )
 
 // Options configures New. The zero value checks no credential.
@@ -61,8 +58,9 @@ type Request struct {
 	Body            []byte
 }
 
-// Registry is a running fake registry. Its methods are safe for concurrent
-// use, also while requests are being served.
+// Registry is a running fake registry: registrydev's routes over the agents
+// a test adds, with the test's faults in front. Its methods are safe for
+// concurrent use, also while requests are being served.
 type Registry struct {
 	// URL is the registry's base URL, for servicenet.Config.BaseURL.
 	URL string
@@ -70,30 +68,21 @@ type Registry struct {
 	tb   testing.TB
 	opts Options
 	srv  *httptest.Server
+	reg  *registrydev.Registry
 
 	mu        sync.Mutex
 	order     []string
 	agents    map[string]*agentState
-	tasks     map[taskKey]*task
-	payments  *registrydev.Facilitator
 	requests  []Request
 	settled   []Settlement
 	refusals  []string
 	listFault *Fault
 	listHits  int
-	seq       int
 }
 
 type agentState struct {
 	Agent
 	hits map[Route]int
-}
-
-type taskKey struct{ agentID, taskID string }
-
-type task struct {
-	async Async
-	polls int
 }
 
 // New starts a fake registry that tb closes at its end.
@@ -102,8 +91,8 @@ func New(tb testing.TB, opts Options) *Registry {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	r := &Registry{tb: tb, opts: opts, agents: map[string]*agentState{}, tasks: map[taskKey]*task{},
-		payments: registrydev.NewFacilitator(opts.Now)}
+	r := &Registry{tb: tb, opts: opts, agents: map[string]*agentState{}}
+	r.reg = registrydev.NewRegistry(directory{r}, registrydev.RegistryOptions{Now: opts.Now, Settle: r.settle, Refused: r.refuse})
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
 	r.URL = r.srv.URL
 	tb.Cleanup(r.srv.Close)
@@ -168,7 +157,7 @@ func (r *Registry) Count(route Route, agentID string) int {
 func (r *Registry) PaidAttempts() int {
 	n := 0
 	for _, q := range r.Requests() {
-		if q.Header.Get(headerXPayment) != "" || q.Header.Get(headerPaymentSignature) != "" {
+		if q.Header.Get(registrydev.HeaderXPayment) != "" || q.Header.Get(registrydev.HeaderPaymentSignature) != "" {
 			n++
 		}
 	}
@@ -191,11 +180,7 @@ func (r *Registry) Invocations(agentID string) []Invocation {
 }
 
 // Invocation is an invoke body as the registry reads it.
-type Invocation struct {
-	Message   string          `json:"message"`
-	Input     json.RawMessage `json:"input"`
-	AuthToken string          `json:"auth_token"`
-}
+type Invocation = registrydev.Invocation
 
 // Settlements returns the payments the fake verified and settled.
 func (r *Registry) Settlements() []Settlement {
@@ -212,16 +197,10 @@ func (r *Registry) Refusals() []string {
 }
 
 // TaskPolls returns how many times the task has been fetched.
-func (r *Registry) TaskPolls(agentID, taskID string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if t, ok := r.tasks[taskKey{agentID, taskID}]; ok {
-		return t.polls
-	}
-	return 0
-}
+func (r *Registry) TaskPolls(agentID, taskID string) int { return r.reg.TaskPolls(agentID, taskID) }
 
-// serve records the request, checks the node credential and routes it.
+// serve records the request, checks the node credential, answers with a
+// fault when one applies and otherwise as registrydev's registry.
 func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(req.Body, 2<<20))
 	if err != nil {
@@ -234,50 +213,50 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 		AgentID: agentID, TaskID: taskID, Header: req.Header.Clone(), Body: body})
 	r.mu.Unlock()
 	r.checkCredential(req, body)
-
-	switch route {
-	case RouteList:
-		r.serveList(w, req)
-	case RouteCard:
-		r.serveCard(w, req, agentID)
-	case RouteInvoke:
-		r.serveInvoke(w, req, agentID, body)
-	case RouteTask:
-		r.serveTask(w, req, agentID, taskID, body)
-	default:
-		writeJSON(w, http.StatusNotFound, errorBody("no such endpoint"))
+	f, hit, noReceipt := r.fault(route, agentID)
+	if f.apply(w, req, hit) {
+		return
 	}
+	if noReceipt {
+		w = receiptless{w}
+	}
+	r.reg.Serve(w, req, route, agentID, taskID, body)
 }
 
-// parsePath routes an escaped path; ids are unescaped.
+// parsePath routes an escaped path as registrydev does; a path whose ids
+// are empty or do not unescape is RouteUnknown.
 func parsePath(method, path string) (route Route, agentID, taskID string) {
-	seg := strings.Split(strings.TrimPrefix(path, "/"), "/")
-	if len(seg) < 2 || seg[0] != "v1" || seg[1] != "agents" {
+	route, agentID, taskID = registrydev.ParsePath(method, path)
+	if route != RouteList && agentID == "" || route == RouteTask && taskID == "" {
 		return RouteUnknown, "", ""
 	}
-	id := func(s string) (string, bool) {
-		v, err := url.PathUnescape(s)
-		return v, err == nil && v != ""
+	return route, agentID, taskID
+}
+
+// fault counts a request of route and returns the fault set for it, with
+// the request's number on its route, and whether a paid answer goes out
+// without its receipt. An unknown agent has no fault and no count.
+func (r *Registry) fault(route Route, agentID string) (f *Fault, hit int, noReceipt bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if route == RouteList {
+		r.listHits++
+		return r.listFault, r.listHits, false
 	}
-	switch {
-	case len(seg) == 2 && method == http.MethodGet:
-		return RouteList, "", ""
-	case len(seg) == 3 && method == http.MethodGet:
-		if a, ok := id(seg[2]); ok {
-			return RouteCard, a, ""
-		}
-	case len(seg) == 4 && seg[3] == "invoke" && method == http.MethodPost:
-		if a, ok := id(seg[2]); ok {
-			return RouteInvoke, a, ""
-		}
-	case len(seg) == 6 && seg[3] == "tasks" && seg[5] == "get" && method == http.MethodPost:
-		a, ok1 := id(seg[2])
-		t, ok2 := id(seg[4])
-		if ok1 && ok2 {
-			return RouteTask, a, t
-		}
+	a, ok := r.agents[agentID]
+	if !ok || route == RouteUnknown {
+		return nil, 0, false
 	}
-	return RouteUnknown, "", ""
+	a.hits[route]++
+	switch route {
+	case RouteCard:
+		f = a.CardFault
+	case RouteInvoke:
+		f, noReceipt = a.InvokeFault, a.Price != nil && a.Price.NoReceipt
+	case RouteTask:
+		f = a.TaskFault
+	}
+	return f, a.hits[route], noReceipt
 }
 
 // checkCredential verifies the node's own credential (docs/servicenet.md) as a
@@ -309,157 +288,52 @@ func (r *Registry) checkCredential(req *http.Request, body []byte) {
 	}
 }
 
-func (r *Registry) serveList(w http.ResponseWriter, req *http.Request) {
-	r.mu.Lock()
-	f := r.listFault
-	r.listHits++
-	hit := r.listHits
-	type summary struct {
-		AgentID         string `json:"agent_id"`
-		Name            string `json:"name"`
-		Description     string `json:"description"`
-		RequiresPayment bool   `json:"requires_payment"`
-		RequiresOAuth   bool   `json:"requires_oauth"`
-	}
-	list := struct {
-		Agents []summary `json:"agents"`
-	}{Agents: []summary{}}
-	for _, id := range r.order {
-		a := r.agents[id]
-		list.Agents = append(list.Agents, summary{AgentID: a.ID, Name: a.name(), Description: a.Description,
-			RequiresPayment: a.paid(), RequiresOAuth: len(a.SecuritySchemes) > 0})
-	}
-	r.mu.Unlock()
-	if f.apply(w, req, hit) {
-		return
-	}
-	writeJSON(w, http.StatusOK, list)
-}
-
-// agent returns agentID's state and counts a hit of route; nil when unknown.
-func (r *Registry) agent(agentID string, route Route) (*agentState, int) {
+// settle records a payment that verified, unless the agent's price refuses
+// every payment.
+func (r *Registry) settle(agentID string, s Settlement) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	a, ok := r.agents[agentID]
+	if a, ok := r.agents[agentID]; ok && a.Price != nil && a.Price.Refuse != "" {
+		return errors.New(a.Price.Refuse)
+	}
+	r.settled = append(r.settled, s)
+	return nil
+}
+
+func (r *Registry) refuse(reason string) {
+	r.mu.Lock()
+	r.refusals = append(r.refusals, reason)
+	r.mu.Unlock()
+}
+
+// directory is the test's agents as registrydev's registry reads them.
+type directory struct{ r *Registry }
+
+func (d directory) Agents() []registrydev.Agent {
+	d.r.mu.Lock()
+	defer d.r.mu.Unlock()
+	out := make([]registrydev.Agent, 0, len(d.r.order))
+	for _, id := range d.r.order {
+		out = append(out, d.r.agents[id].dev())
+	}
+	return out
+}
+
+func (d directory) Agent(id string) (registrydev.Agent, bool) {
+	d.r.mu.Lock()
+	defer d.r.mu.Unlock()
+	a, ok := d.r.agents[id]
 	if !ok {
-		return nil, 0
+		return registrydev.Agent{}, false
 	}
-	a.hits[route]++
-	return a, a.hits[route]
+	return a.dev(), true
 }
 
-func (r *Registry) serveCard(w http.ResponseWriter, req *http.Request, agentID string) {
-	a, hit := r.agent(agentID, RouteCard)
-	if a == nil {
-		writeJSON(w, http.StatusNotFound, errorBody("unknown agent"))
-		return
-	}
-	r.mu.Lock()
-	f, card := a.CardFault, a.card()
-	r.mu.Unlock()
-	if f.apply(w, req, hit) {
-		return
-	}
-	writeJSON(w, http.StatusOK, card)
-}
+// receiptless drops the settlement receipt from a paid answer.
+type receiptless struct{ http.ResponseWriter }
 
-func (r *Registry) serveInvoke(w http.ResponseWriter, req *http.Request, agentID string, body []byte) {
-	a, hit := r.agent(agentID, RouteInvoke)
-	if a == nil {
-		writeJSON(w, http.StatusNotFound, errorBody("unknown agent"))
-		return
-	}
-	r.mu.Lock()
-	f, price, async, result := a.InvokeFault, a.Price, a.Async, a.Result
-	r.mu.Unlock()
-	if f.apply(w, req, hit) {
-		return
-	}
-	var in Invocation
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil || in.Message == "" {
-		writeJSON(w, http.StatusBadRequest, errorBody("the invoke body must be {message, input, auth_token} with a message"))
-		return
-	}
-	if price != nil && !r.pay(w, req, price) {
-		return
-	}
-	if async == nil {
-		if len(result) == 0 {
-			result = json.RawMessage(`{"answer":"42"}`)
-		}
-		writeJSON(w, http.StatusOK, struct {
-			Status string          `json:"status"`
-			Result json.RawMessage `json:"result"`
-		}{"completed", result})
-		return
-	}
-	r.mu.Lock()
-	r.seq++
-	t := &task{async: *async}
-	if t.async.TaskID == "" {
-		t.async.TaskID = "task-" + strconv.Itoa(r.seq)
-	}
-	if t.async.ReceiptID == "" {
-		t.async.ReceiptID = "rcpt-" + strconv.Itoa(r.seq)
-	}
-	r.tasks[taskKey{agentID, t.async.TaskID}] = t
-	r.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]string{"status": "accepted", "receipt_id": t.async.ReceiptID, "task_id": t.async.TaskID})
-}
-
-func (r *Registry) serveTask(w http.ResponseWriter, req *http.Request, agentID, taskID string, body []byte) {
-	a, hit := r.agent(agentID, RouteTask)
-	if a == nil {
-		writeJSON(w, http.StatusNotFound, errorBody("unknown agent"))
-		return
-	}
-	r.mu.Lock()
-	f := a.TaskFault
-	r.mu.Unlock()
-	if f.apply(w, req, hit) {
-		return
-	}
-	var empty map[string]json.RawMessage
-	if json.Unmarshal(body, &empty) != nil || empty == nil {
-		writeJSON(w, http.StatusBadRequest, errorBody("the get-task body must be a JSON object"))
-		return
-	}
-	r.mu.Lock()
-	t, ok := r.tasks[taskKey{agentID, taskID}]
-	var answer map[string]any
-	if ok {
-		t.polls++
-		switch {
-		case t.polls <= t.async.RunningPolls:
-			answer = map[string]any{"task_id": taskID, "status": "running"}
-		case t.async.Error != "":
-			answer = map[string]any{"task_id": taskID, "status": "failed", "error": t.async.Error}
-		default:
-			res := t.async.Result
-			if len(res) == 0 {
-				res = json.RawMessage(`{"answer":"42"}`)
-			}
-			answer = map[string]any{"task_id": taskID, "status": "completed", "result": res}
-		}
-	}
-	r.mu.Unlock()
-	if !ok {
-		writeJSON(w, http.StatusNotFound, errorBody("unknown task"))
-		return
-	}
-	writeJSON(w, http.StatusOK, answer)
-}
-
-func errorBody(msg string) map[string]string { return map[string]string{"error": msg} }
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"error":"encode"}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(b)
+func (w receiptless) WriteHeader(status int) {
+	w.Header().Del(registrydev.HeaderPaymentResponse)
+	w.Header().Del(registrydev.HeaderXPaymentResponse)
+	w.ResponseWriter.WriteHeader(status)
 }
