@@ -82,7 +82,9 @@ func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		// Eight bytes at a time while they are all safe ASCII: most text is.
+		// Eight bytes at a time while they are all safe ASCII, as most text
+		// is: BenchmarkAppendString shows the gain over a byte at a time, on
+		// a mission's strings and on long text.
 		for i+8 <= len(s) && safeWord(binary.LittleEndian.Uint64([]byte(s[i:i+8]))) {
 			i += 8
 		}
