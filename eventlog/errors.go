@@ -11,37 +11,37 @@ import (
 var (
 	// ErrBrokenChain means an event does not verify: its id, signature, seq,
 	// timestamp or link to the event before it is wrong.
-	ErrBrokenChain = errors.New("eventlog: broken chain")
+	ErrBrokenChain = errors.New("broken chain")
 	// ErrCorrupt means the store does not hold what the log wrote: a block of an
 	// sstable fails its checksum, or one of the newest events that Open checks
 	// fails its id, signature, link or index check. The log never repairs it. Once
 	// any read has met corruption the log is failed (Healthy) and takes no more
 	// writes: restore the data dir from a backup. Log.Verify, like VerifyBundle,
 	// reports a readable event that fails its checks as ErrBrokenChain.
-	ErrCorrupt = errors.New("eventlog: corrupt store")
+	ErrCorrupt = errors.New("corrupt store")
 	// ErrTornTail marks a *TornTail: the newest write-ahead log ended inside
 	// a record, the group of appends a process was writing when it stopped.
 	// That group was never acknowledged, and recovery drops it. It is a
 	// report, not a failure: Open succeeds and Log.TornTail returns it (torn.go).
-	ErrTornTail = errors.New("eventlog: torn tail")
+	ErrTornTail = errors.New("torn tail")
 	// ErrBadBundle means an export bundle is malformed or its seal does not verify.
-	ErrBadBundle = errors.New("eventlog: bad bundle")
+	ErrBadBundle = errors.New("bad bundle")
 	// ErrFailed means an earlier write failed to become durable, or a read met
 	// corruption; the log accepts no more writes (fail-stop) until the process
 	// restarts.
-	ErrFailed = errors.New("eventlog: failed")
+	ErrFailed = errors.New("failed")
 	// ErrClosed means the log has been closed.
-	ErrClosed = errors.New("eventlog: closed")
+	ErrClosed = errors.New("closed")
 	// ErrInvalidDraft means a draft has a malformed type or payload.
-	ErrInvalidDraft = errors.New("eventlog: invalid draft")
+	ErrInvalidDraft = errors.New("invalid draft")
 	// ErrNotFound is returned for an event that does not exist.
-	ErrNotFound = errors.New("eventlog: not found")
+	ErrNotFound = errors.New("not found")
 	// ErrWrongKey means the node key given to Open is not the key the chain was
 	// created with.
-	ErrWrongKey = errors.New("eventlog: wrong node key")
+	ErrWrongKey = errors.New("wrong node key")
 	// ErrTreeSize means a tree size from outside the node is beyond
 	// MaxTreeSize (treesize.go).
-	ErrTreeSize = errors.New("eventlog: tree size out of range")
+	ErrTreeSize = errors.New("tree size out of range")
 )
 
 // ChainError names the first event at fault, or the range of events that could
@@ -75,3 +75,19 @@ func (e *ChainError) Unwrap() error { return e.Err }
 func chainErr(kind error, seq uint64, format string, args ...any) *ChainError {
 	return &ChainError{Seq: seq, Reason: fmt.Sprintf(format, args...), Err: kind}
 }
+
+// errTooDeep sends a value nested deeper than the fast canonical encoder
+// goes to the general one.
+var errTooDeep = errors.New("nested too deep for the fast path")
+
+// ErrReadOnly is a write to a mirror's log: it has no key to sign with.
+var ErrReadOnly = errors.New("read-only mirror")
+
+// errNoModels is a read of a model from a log opened without any.
+var errNoModels = errors.New("the log has no read models (Options.Models)")
+
+// ErrBadNodeProof means a node proof does not verify.
+var ErrBadNodeProof = errors.New("node proof does not verify")
+
+// ErrBeyondTree is a tree size, leaf or tile the tree does not have yet.
+var ErrBeyondTree = errors.New("beyond the merkle tree")

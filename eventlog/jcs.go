@@ -41,8 +41,6 @@ func canonicalJSON(in []byte) ([]byte, error) {
 
 const maxFastDepth = 32
 
-var errTooDeep = errors.New("nested too deep for the fast path")
-
 type jcsParser struct {
 	in []byte
 	i  int

@@ -19,9 +19,6 @@ import (
 // checkpoints and its export's seal are the origin's own, stored by StoreSeal
 // as they arrived, so whatever it serves verifies exactly as the origin's.
 
-// ErrReadOnly is a write to a mirror's log: it has no key to sign with.
-var ErrReadOnly = errors.New("eventlog: read-only mirror")
-
 // Seal is what makes an export the node's: bundle_signature over the JCS of
 // {"chain_root_hash","chain_tip_hash","generated_at"} (docs/wire-formats.md),
 // with the signed checkpoint of the same event_count. A node signs one for its

@@ -336,8 +336,6 @@ func (r latestReader) Get(key []byte) ([]byte, bool, error) {
 	return sp.get(key)
 }
 
-var errNoModels = errors.New("the log has no read models (Options.Models)")
-
 // ModelView is a consistent, durable view of the model state: a Pebble snapshot.
 // Close it when done.
 type ModelView struct{ shared *durableSnapshot }

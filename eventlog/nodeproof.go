@@ -3,7 +3,6 @@ package eventlog
 import (
 	"crypto/ed25519"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 )
@@ -18,9 +17,6 @@ const NodeProofDomain = "civnode-node-proof-v1\n"
 // NodeProofNonceSize is the size of a proof's nonce; the requester picks it at
 // random, fresh for each proof, so an answer cannot be recorded and replayed.
 const NodeProofNonceSize = 32
-
-// ErrBadNodeProof means a node proof does not verify.
-var ErrBadNodeProof = errors.New("node proof does not verify")
 
 // NodeProofBytes is what a node proof signs:
 //

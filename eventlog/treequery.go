@@ -1,14 +1,10 @@
 package eventlog
 
 import (
-	"errors"
 	"fmt"
 
 	"golang.org/x/mod/sumdb/tlog"
 )
-
-// ErrBeyondTree is a tree size, leaf or tile the tree does not have yet.
-var ErrBeyondTree = errors.New("eventlog: beyond the merkle tree")
 
 // TreeHead is the Merkle tree at one size: its size in events and its root.
 type TreeHead struct {
