@@ -92,3 +92,83 @@ func isErrorConstructor(e ast.Expr) bool {
 	pkg, ok := sel.X.(*ast.Ident)
 	return ok && (pkg.Name == "errors" && sel.Sel.Name == "New" || pkg.Name == "fmt" && sel.Sel.Name == "Errorf")
 }
+
+// TestLogKeysAreConstants: every attribute key of a log line is a constant of
+// internal/logkey, so one field keeps one name across packages; a literal key
+// at a call site is refused. It reads the calls by their shape: a logger's
+// Debug, Info, Warn or Error with a literal message, Log and LogAttrs, With,
+// and slog's attribute constructors.
+func TestLogKeysAreConstants(t *testing.T) {
+	attrs := map[string]bool{"String": true, "Int": true, "Int64": true, "Uint64": true, "Float64": true,
+		"Bool": true, "Duration": true, "Time": true, "Any": true, "Group": true}
+	sourceFiles(t, func(fset *token.FileSet, path string, f *ast.File) {
+		if strings.HasPrefix(path, "internal/logkey/") {
+			return
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			start := -1
+			switch name := sel.Sel.Name; {
+			case isSlog(sel.X) && attrs[name]:
+				checkLogKey(t, fset, call.Args[0])
+				if name == "Group" {
+					start = 1
+				}
+			case name == "Debug" || name == "Info" || name == "Warn" || name == "Error":
+				if len(call.Args) > 0 && isStringLit(call.Args[0]) {
+					start = 1
+				}
+			case name == "DebugContext" || name == "InfoContext" || name == "WarnContext" || name == "ErrorContext":
+				start = 2
+			case name == "Log" || name == "LogAttrs":
+				start = 3
+			case name == "With":
+				start = 0
+			}
+			for i := start; start >= 0 && i < len(call.Args); {
+				if isSlogAttr(call.Args[i]) {
+					i++
+					continue
+				}
+				checkLogKey(t, fset, call.Args[i])
+				i += 2
+			}
+			return true
+		})
+	})
+}
+
+func checkLogKey(t *testing.T, fset *token.FileSet, key ast.Expr) {
+	t.Helper()
+	if isStringLit(key) {
+		t.Errorf("%s: log key %s is a literal; use a constant of internal/logkey", fset.Position(key.Pos()), key.(*ast.BasicLit).Value)
+	}
+}
+
+func isStringLit(e ast.Expr) bool {
+	lit, ok := e.(*ast.BasicLit)
+	return ok && lit.Kind == token.STRING
+}
+
+func isSlog(e ast.Expr) bool {
+	id, ok := e.(*ast.Ident)
+	return ok && id.Name == "slog"
+}
+
+// isSlogAttr says whether e makes a slog.Attr in place (slog.String(…) and
+// the like), which takes one argument's place, not a key's and a value's.
+func isSlogAttr(e ast.Expr) bool {
+	call, ok := e.(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	return ok && isSlog(sel.X) && sel.Sel.Name != "New"
+}

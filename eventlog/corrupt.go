@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/cockroachdb/pebble/v2"
 )
 
@@ -36,7 +37,7 @@ func (l *Log) markCorrupt(path, detail string) {
 	l.mu.Unlock()
 	if !seen {
 		l.log.Error("the store is corrupt: the event log takes no more writes; restore the data dir from a backup",
-			"file", path, "err", detail)
+			logkey.File, path, logkey.Err, detail)
 	}
 }
 

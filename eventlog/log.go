@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -286,7 +287,7 @@ func (l *Log) fail(err error) {
 		l.failed = err
 	}
 	l.mu.Unlock()
-	l.log.Error("event log write failed; refusing further writes", "err", err)
+	l.log.Error("event log write failed; refusing further writes", logkey.Err, err)
 }
 
 // Close waits for appends in flight to become durable and closes the database.
@@ -494,11 +495,11 @@ func (l *Log) writeGenesis() error {
 type pebbleLogger struct{ l *slog.Logger }
 
 func (p pebbleLogger) Infof(format string, args ...any) {
-	p.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+	p.l.Debug(fmt.Sprintf(format, args...), logkey.Component, "pebble")
 }
 
 func (p pebbleLogger) Errorf(format string, args ...any) {
-	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+	p.l.Error(fmt.Sprintf(format, args...), logkey.Component, "pebble")
 }
 
 // Fatalf must not return: Pebble would carry on as if the write had succeeded. It
@@ -507,7 +508,7 @@ func (p pebbleLogger) Errorf(format string, args ...any) {
 // takes it (corrupt.go).
 func (p pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	p.l.Error(msg, "component", "pebble")
+	p.l.Error(msg, logkey.Component, "pebble")
 	panic(pebbleFatal(msg))
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/cockroachdb/pebble/v2"
 )
 
@@ -62,7 +63,7 @@ func (l *Log) openModels(progress RebuildProgress) error {
 	want := l.models.Version()
 	if version == want {
 		if applied < l.tip.Seq {
-			l.log.Info("read models are behind the chain; catching up", "applied_seq", applied, "tip_seq", l.tip.Seq)
+			l.log.Info("read models are behind the chain; catching up", logkey.AppliedSeq, applied, logkey.TipSeq, l.tip.Seq)
 			if err := l.foldRange(context.Background(), sp, applied+1, l.tip.Seq, progress); err != nil {
 				return err
 			}
@@ -76,9 +77,9 @@ func (l *Log) openModels(progress RebuildProgress) error {
 		// A new store (Open has just written its genesis, or, to ingest,
 		// nothing): no models were stored, and nothing changed.
 	case version == "":
-		l.log.Info("read models not stored; building them from the chain", "version", want, "tip_seq", l.tip.Seq)
+		l.log.Info("read models not stored; building them from the chain", logkey.Version, want, logkey.TipSeq, l.tip.Seq)
 	default:
-		l.log.Info("read model schema changed; rebuilding from the chain", "stored_version", version, "version", want, "tip_seq", l.tip.Seq)
+		l.log.Info("read model schema changed; rebuilding from the chain", logkey.StoredVersion, version, logkey.Version, want, logkey.TipSeq, l.tip.Seq)
 	}
 	next, err := l.rebuildInto(context.Background(), otherSpace(live), true, progress)
 	if err != nil {
@@ -116,7 +117,7 @@ func (l *Log) rebuildInto(ctx context.Context, prefix byte, resume bool, progres
 	from := uint64(1)
 	if resume && version == l.models.Version() && applied > 0 {
 		from = applied + 1
-		l.log.Info("resuming an interrupted read model rebuild", "applied_seq", applied)
+		l.log.Info("resuming an interrupted read model rebuild", logkey.AppliedSeq, applied)
 	} else if err := withFatal(func() error {
 		return l.db.DeleteRange([]byte{prefix}, []byte{prefix + 1}, pebble.Sync)
 	}); err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/cockroachdb/pebble/v2"
 )
 
@@ -39,7 +40,7 @@ func (l *Log) checkSchema() error {
 		if err := b.Commit(pebble.Sync); err != nil {
 			return fmt.Errorf("move the store to schema %s: %w", schemaVersion, storeFault(err))
 		}
-		l.log.Info("moved the store to schema "+schemaVersion+": dropped the id index", "from", ver)
+		l.log.Info("moved the store to schema "+schemaVersion+": dropped the id index", logkey.From, ver)
 		return nil
 	default:
 		return fmt.Errorf("open event log: schema version %q, want %q", ver, schemaVersion)

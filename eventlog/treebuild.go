@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/cockroachdb/pebble/v2"
 )
 
@@ -54,7 +55,7 @@ func (l *Log) storedTreeSize() (int64, error) {
 
 // buildTree adds the leaves of events from+1 … to.
 func (l *Log) buildTree(from, to int64, progress RebuildProgress) error {
-	l.log.Info("building the merkle tree over the chain", "from_seq", from+1, "tip_seq", to)
+	l.log.Info("building the merkle tree over the chain", logkey.FromSeq, from+1, logkey.TipSeq, to)
 	f, err := l.loadFrontier(from)
 	if err != nil {
 		return err
@@ -108,7 +109,7 @@ func (l *Log) buildTree(from, to int64, progress RebuildProgress) error {
 	if seq != to {
 		return chainErr(ErrCorrupt, uint64(seq+1), "event is missing")
 	}
-	l.log.Info("built the merkle tree", "tree_size", to)
+	l.log.Info("built the merkle tree", logkey.TreeSize, to)
 	return nil
 }
 

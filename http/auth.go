@@ -14,6 +14,7 @@ import (
 
 	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/logkey"
 )
 
 // Tokens is the service behind agent and observer tokens (docs/tokens.md);
@@ -189,6 +190,6 @@ func (a *authenticator) recordFailure(r *http.Request) {
 	}
 	detail := authFailedDetail{Path: r.URL.Path, Remote: r.RemoteAddr}
 	if _, err := a.log.Audit(r.Context(), "auth.failed", anonymousActor, detail); err != nil {
-		a.logger.Warn("audit auth.failed", "err", err)
+		a.logger.Warn("audit auth.failed", logkey.Err, err)
 	}
 }

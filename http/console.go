@@ -10,6 +10,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -91,7 +92,7 @@ func loadConsole(fsys fs.FS) (map[string]consoleFile, error) {
 // redirect to it (the router adds no trailing slashes by itself).
 func (s *Server) consoleRoutes() {
 	if consoleLoadErr != nil {
-		s.logger.Error("the supervision console is not served", "err", consoleLoadErr)
+		s.logger.Error("the supervision console is not served", logkey.Err, consoleLoadErr)
 		return
 	}
 	s.handle(http.MethodGet, "/v1/console", s.handleConsoleRedirect, routePublic)

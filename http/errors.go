@@ -14,6 +14,7 @@ import (
 	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/internal/ijson"
+	"github.com/civnode/civnode/internal/logkey"
 )
 
 // Error is a failure the client can act on. Handlers return it (or wrap it); the
@@ -288,12 +289,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if internal {
 		s.logger.LogAttrs(r.Context(), slog.LevelError, "request failed",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path),
-			slog.Int("status", status), slog.String("err", err.Error()))
+			slog.String(logkey.Method, r.Method), slog.String(logkey.Path, r.URL.Path),
+			slog.Int(logkey.Status, status), slog.String(logkey.Err, err.Error()))
 	} else {
 		s.logger.LogAttrs(r.Context(), slog.LevelDebug, "request rejected",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path),
-			slog.Int("status", status), slog.String("code", body.Code), slog.String("field", body.Field))
+			slog.String(logkey.Method, r.Method), slog.String(logkey.Path, r.URL.Path),
+			slog.Int(logkey.Status, status), slog.String(logkey.Code, body.Code), slog.String(logkey.Field, body.Field))
 	}
 	b, mErr := marshalJSON(body)
 	if mErr != nil { // cannot happen for three strings; keep the status regardless

@@ -14,6 +14,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/civnode/civnode/stream"
 )
 
@@ -77,7 +78,7 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request, _ httprout
 			level = slog.LevelInfo // the client went away; nothing is wrong here
 		}
 		s.logger.LogAttrs(r.Context(), level, "export cut short",
-			slog.Int64("bytes_sent", wire.n), slog.String("err", err.Error()))
+			slog.Int64(logkey.BytesSent, wire.n), slog.String(logkey.Err, err.Error()))
 		panic(http.ErrAbortHandler)
 	}
 

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/logkey"
 )
 
 // Sealed exports are audited at most once a second, with a small burst, like
@@ -90,6 +91,6 @@ func (a *exportAudit) close() {
 // the audit cannot take it back.
 func (a *exportAudit) write(p pendingExport) {
 	if _, err := a.log.Audit(context.Background(), "export.sealed", p.actor, p.detail); err != nil {
-		a.logger.Warn("audit export.sealed", "export_id", p.detail.ExportID, "coalesced", p.detail.Coalesced, "err", err)
+		a.logger.Warn("audit export.sealed", logkey.ExportID, p.detail.ExportID, logkey.Coalesced, p.detail.Coalesced, logkey.Err, err)
 	}
 }

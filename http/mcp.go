@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/civnode/civnode/commands"
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/civnode/civnode/internal/loglevel"
 )
 
@@ -54,7 +55,7 @@ const mcpInstructions = "civnode's control API as tools. Each tool runs what its
 
 // mcpRoutes registers POST /mcp.
 func (s *Server) mcpRoutes() {
-	logger := slog.New(loglevel.Floor(s.logger.Handler(), slog.LevelWarn)).With("api", "mcp")
+	logger := slog.New(loglevel.Floor(s.logger.Handler(), slog.LevelWarn)).With(logkey.API, "mcp")
 	srv := mcp.NewServer(&mcp.Implementation{Name: "civnode", Title: "civnode control API", Version: mcpServerVersion},
 		&mcp.ServerOptions{
 			Instructions: mcpInstructions,
@@ -69,7 +70,7 @@ func (s *Server) mcpRoutes() {
 	s.mcpLimits = make(map[string]time.Duration)
 	for _, t := range s.mcpTools() {
 		if t.err != nil {
-			s.logger.Error("mcp tool not offered", "tool", t.name, "err", t.err)
+			s.logger.Error("mcp tool not offered", logkey.Tool, t.name, logkey.Err, t.err)
 			continue
 		}
 		srv.AddTool(t.tool, t.handler)

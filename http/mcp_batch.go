@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -211,8 +212,8 @@ func (s *Server) admitBatch(r *http.Request, n int) error {
 	}
 	if first {
 		s.logger.LogAttrs(r.Context(), slog.LevelWarn, "token over its rate limit; refusing its requests with 429",
-			slog.String("token_id", a.TokenID), slog.Float64("per_s", float64(s.tokenLimits.limit)),
-			slog.Int("burst", s.tokenLimits.burst))
+			slog.String(logkey.TokenID, a.TokenID), slog.Float64(logkey.PerS, float64(s.tokenLimits.limit)),
+			slog.Int(logkey.Burst, s.tokenLimits.burst))
 	}
 	// The retry's own request takes one more at limitRate.
 	wait += seconds(1 / float64(s.tokenLimits.limit))
@@ -295,7 +296,7 @@ func (s *Server) runBatch(mw *mcpResponseWriter, r *http.Request, x *mcpExchange
 	mw.WriteHeader(http.StatusOK)
 	_, err := mw.Write(append(append([]byte("["), bytes.Join(answers, []byte(","))...), ']'))
 	if err != nil {
-		s.logger.LogAttrs(r.Context(), slog.LevelDebug, "mcp batch answer not delivered", slog.String("err", err.Error()))
+		s.logger.LogAttrs(r.Context(), slog.LevelDebug, "mcp batch answer not delivered", slog.String(logkey.Err, err.Error()))
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/eventlog/events"
+	"github.com/civnode/civnode/internal/logkey"
 )
 
 // The MCP tools (docs/mcp.md). A tool is its HTTP route by other means: it runs
@@ -330,8 +331,8 @@ func newTool[In any](s *Server, spec toolSpec[In]) mcpTool {
 	return mcpTool{tool: tool, limit: limit, handler: func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, _ error) {
 		defer func() {
 			if v := recover(); v != nil {
-				s.logger.LogAttrs(ctx, slog.LevelError, "tool panicked", slog.String("tool", spec.name),
-					slog.String("panic", fmt.Sprint(v)), slog.String("stack", string(debug.Stack())))
+				s.logger.LogAttrs(ctx, slog.LevelError, "tool panicked", slog.String(logkey.Tool, spec.name),
+					slog.String(logkey.Panic, fmt.Sprint(v)), slog.String(logkey.Stack, string(debug.Stack())))
 				res = s.toolError(ctx, spec.name, fmt.Errorf("tool %s panicked", spec.name))
 			}
 		}()
@@ -416,10 +417,10 @@ func (s *Server) toolError(ctx context.Context, tool string, err error) *mcp.Cal
 	status, body, internal := errorResponse(err)
 	if internal {
 		s.logger.LogAttrs(ctx, slog.LevelError, "tool call failed",
-			slog.String("tool", tool), slog.Int("status", status), slog.String("err", err.Error()))
+			slog.String(logkey.Tool, tool), slog.Int(logkey.Status, status), slog.String(logkey.Err, err.Error()))
 	} else {
 		s.logger.LogAttrs(ctx, slog.LevelDebug, "tool call refused",
-			slog.String("tool", tool), slog.Int("status", status), slog.String("code", body.Code), slog.String("field", body.Field))
+			slog.String(logkey.Tool, tool), slog.Int(logkey.Status, status), slog.String(logkey.Code, body.Code), slog.String(logkey.Field, body.Field))
 	}
 	b, mErr := marshalJSON(body)
 	if mErr != nil { // as in writeError

@@ -14,6 +14,7 @@ import (
 
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/civnode/civnode/projections"
 )
 
@@ -340,11 +341,11 @@ func (s *Server) registerServer() {
 		DisableCompression: true,
 	})
 	if err := s.metrics.reg.Register(newServerCollector(s)); err != nil {
-		s.logger.Warn("metrics already hold another server's collector", "err", err)
+		s.logger.Warn("metrics already hold another server's collector", logkey.Err, err)
 	}
 	if s.witnesses != nil {
 		if err := s.metrics.reg.Register(newWitnessCollector(s.witnesses)); err != nil {
-			s.logger.Warn("metrics already hold another server's witness collector", "err", err)
+			s.logger.Warn("metrics already hold another server's witness collector", logkey.Err, err)
 		}
 	}
 }
@@ -352,7 +353,7 @@ func (s *Server) registerServer() {
 // promErrorLog logs what promhttp could not gather, at Warn.
 type promErrorLog struct{ s *Server }
 
-func (l promErrorLog) Println(v ...any) { l.s.logger.Warn("gather metrics", "err", v) }
+func (l promErrorLog) Println(v ...any) { l.s.logger.Warn("gather metrics", logkey.Err, v) }
 
 // handlePrometheus answers GET /v1/metrics in the Prometheus text format.
 func (s *Server) handlePrometheus(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {

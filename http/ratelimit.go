@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/julienschmidt/httprouter"
 	"golang.org/x/time/rate"
 )
@@ -210,8 +211,8 @@ func (s *Server) limitRate(next httprouter.Handle) httprouter.Handle {
 		if wait, first := s.tokenLimits.take(a.TokenID); wait > 0 {
 			if first {
 				s.logger.LogAttrs(r.Context(), slog.LevelWarn, "token over its rate limit; refusing its requests with 429",
-					slog.String("token_id", a.TokenID), slog.Float64("per_s", float64(s.tokenLimits.limit)),
-					slog.Int("burst", s.tokenLimits.burst))
+					slog.String(logkey.TokenID, a.TokenID), slog.Float64(logkey.PerS, float64(s.tokenLimits.limit)),
+					slog.Int(logkey.Burst, s.tokenLimits.burst))
 			}
 			s.writeError(w, r, rateLimited(wait, fmt.Sprintf(
 				"this token is over its rate limit (requests a second: %g, at once: %d); retry after Retry-After seconds",
@@ -242,7 +243,7 @@ func (s *Server) noteAuthFailure(r *http.Request) {
 	addr := clientAddress(r.RemoteAddr)
 	if s.authFails.spend(addr) {
 		s.logger.LogAttrs(r.Context(), slog.LevelWarn, "address over its limit of failed authentications; refusing its requests with 429",
-			slog.String("address", addr), slog.Float64("per_s", float64(authFailRate)), slog.Int("burst", authFailBurst))
+			slog.String(logkey.Address, addr), slog.Float64(logkey.PerS, float64(authFailRate)), slog.Int(logkey.Burst, authFailBurst))
 	}
 }
 

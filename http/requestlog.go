@@ -3,6 +3,7 @@ package http
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"github.com/civnode/civnode/internal/logkey"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -59,10 +60,10 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 					method = knownMethod(method) // a client's free text otherwise
 				}
 				s.logger.LogAttrs(r.Context(), level, "http request",
-					slog.String("method", method), slog.String("route", route),
-					slog.Int("status", status), slog.Duration("duration", took),
-					slog.Int64("bytes", rec.bytes), slog.String("remote", r.RemoteAddr),
-					slog.String("request_id", id))
+					slog.String(logkey.Method, method), slog.String(logkey.Route, route),
+					slog.Int(logkey.Status, status), slog.Duration(logkey.Duration, took),
+					slog.Int64(logkey.Bytes, rec.bytes), slog.String(logkey.Remote, r.RemoteAddr),
+					slog.String(logkey.RequestID, id))
 			}
 		}()
 		next.ServeHTTP(rec, r)

@@ -21,6 +21,7 @@ import (
 	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/commands/catalog"
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/civnode/civnode/projections"
 	"github.com/civnode/civnode/stream"
 	"github.com/civnode/civnode/witness"
@@ -305,7 +306,7 @@ func New(opts Options) *Server {
 	if (opts.Game == nil) != (opts.GameState == nil) || opts.GameState != nil && opts.Missions == nil {
 		panic("http.New: set both Options.Game and Options.GameState, or neither, and only with the missions")
 	}
-	logger := opts.Logger.With("component", "http")
+	logger := opts.Logger.With(logkey.Component, "http")
 	if opts.OwnerToken == "" {
 		logger.Warn("no owner token configured; every authenticated request will be refused")
 	}
@@ -569,8 +570,8 @@ func (s *Server) recoverPanic(w http.ResponseWriter, r *http.Request, v any) {
 		panic(v) // the handler's deliberate way to cut a response short
 	}
 	s.logger.LogAttrs(r.Context(), slog.LevelError, "handler panicked",
-		slog.String("method", r.Method), slog.String("path", r.URL.Path),
-		slog.String("panic", fmt.Sprint(v)), slog.String("stack", string(stack)))
+		slog.String(logkey.Method, r.Method), slog.String(logkey.Path, r.URL.Path),
+		slog.String(logkey.Panic, fmt.Sprint(v)), slog.String(logkey.Stack, string(stack)))
 	if rec, ok := w.(*statusRecorder); ok && rec.wroteHeader {
 		panic(http.ErrAbortHandler)
 	}
@@ -612,9 +613,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.shutdownGrace)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {
-		s.logger.Warn("requests still running after the shutdown grace period; closing them", "err", err)
+		s.logger.Warn("requests still running after the shutdown grace period; closing them", logkey.Err, err)
 		if err := hs.Close(); err != nil {
-			s.logger.Warn("close http server", "err", err)
+			s.logger.Warn("close http server", logkey.Err, err)
 		}
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {

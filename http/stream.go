@@ -17,6 +17,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/civnode/civnode/stream"
 )
 
@@ -295,7 +296,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, _ httprout
 	conn, err := websocket.Accept(sw, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		// Accept has answered the client (a malformed handshake).
-		s.logger.LogAttrs(r.Context(), slog.LevelDebug, "stream handshake refused", slog.String("err", err.Error()))
+		s.logger.LogAttrs(r.Context(), slog.LevelDebug, "stream handshake refused", slog.String(logkey.Err, err.Error()))
 		return nil
 	}
 	c.conn, c.nc = conn, sw.conn
@@ -603,12 +604,12 @@ func (c *streamClient) ended(ctx context.Context, err error) (websocket.StatusCo
 			c.hub.writeDrops.Add(1)
 		}
 		c.hub.logger.Info("stream client dropped: a write took longer than the write timeout",
-			"timeout", c.hub.writeTimeout, "last_seq", c.last)
+			logkey.Timeout, c.hub.writeTimeout, logkey.LastSeq, c.last)
 		return 0, ""
 	}
 	var re *replayError
 	if errors.As(err, &re) {
-		c.hub.logger.Error("stream replay failed", "last_seq", c.last, "err", err)
+		c.hub.logger.Error("stream replay failed", logkey.LastSeq, c.last, logkey.Err, err)
 		return websocket.StatusInternalError, "internal error"
 	}
 	// The client went away, or the keepalive closed it: a write failed on a

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/julienschmidt/httprouter"
 )
 
@@ -139,8 +140,8 @@ func (s *Server) handOverPanic(tw *timeoutWriter, to chan<- *handlerPanic, p *ha
 		return
 	}
 	s.logger.LogAttrs(r.Context(), slog.LevelError, "handler panicked after its timeout",
-		slog.String("method", r.Method), slog.String("path", r.URL.Path),
-		slog.String("panic", fmt.Sprint(p.value)), slog.String("stack", string(p.stack)))
+		slog.String(logkey.Method, r.Method), slog.String(logkey.Path, r.URL.Path),
+		slog.String(logkey.Panic, fmt.Sprint(p.value)), slog.String(logkey.Stack, string(p.stack)))
 }
 
 // timeoutWriter is the buffer a timed handler writes into. Nothing reaches the

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/civnode/civnode/witness"
 )
 
@@ -314,7 +315,7 @@ func (s *Server) handleEventBundle(w http.ResponseWriter, r *http.Request, ps ht
 	if err != nil {
 		if r.Context().Err() == nil {
 			s.logger.LogAttrs(r.Context(), slog.LevelWarn, "event bundle cut short",
-				slog.Uint64("from_seq", from), slog.Int64("bytes_sent", wire.n), slog.String("err", err.Error()))
+				slog.Uint64(logkey.FromSeq, from), slog.Int64(logkey.BytesSent, wire.n), slog.String(logkey.Err, err.Error()))
 		}
 		// The header is sent: cutting the connection is how the client
 		// learns that the body is short of its Content-Length.

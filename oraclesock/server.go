@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/civnode/civnode/commands"
+	"github.com/civnode/civnode/internal/logkey"
 )
 
 // Server serves the socket: each request line runs on its Service.
@@ -64,7 +65,7 @@ func (s *Server) acceptLoop() {
 				return
 			}
 			// EMFILE and the like: wait a little rather than spin.
-			s.logger.Warn("oracle socket accept", "err", err)
+			s.logger.Warn("oracle socket accept", logkey.Err, err)
 			select {
 			case <-time.After(100 * time.Millisecond):
 			case <-s.done:
@@ -155,7 +156,7 @@ func (s *Server) end(oc *conn) bool {
 func (s *Server) answer(oc *conn, resp Response) bool {
 	b, err := Marshal(resp)
 	if err != nil {
-		s.logger.Error("oracle socket: encode answer", "err", err)
+		s.logger.Error("oracle socket: encode answer", logkey.Err, err)
 		b, _ = Marshal(Response{Error: &Failure{Kind: "internal", Code: "internal", Message: "internal error; see the node's log"}})
 	}
 	if err := oc.SetWriteDeadline(time.Now().Add(WriteTimeout)); err != nil {
@@ -187,13 +188,13 @@ func (s *Server) handle(line []byte) Response {
 	if err != nil {
 		f, internal := ErrorOf(err)
 		if internal {
-			s.logger.Error("oracle request failed", "op", req.Op, "err", err)
+			s.logger.Error("oracle request failed", logkey.Op, req.Op, logkey.Err, err)
 		} else {
-			s.logger.Debug("oracle request refused", "op", req.Op, "code", f.Code, "field", f.Field)
+			s.logger.Debug("oracle request refused", logkey.Op, req.Op, logkey.Code, f.Code, logkey.Field, f.Field)
 		}
 		return Response{Error: &f}
 	}
-	s.logger.Debug("oracle request", "op", req.Op, "duration", time.Since(start))
+	s.logger.Debug("oracle request", logkey.Op, req.Op, logkey.Duration, time.Since(start))
 	return Response{Result: raw}
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/logkey"
 )
 
 // CheckpointInterval is how often serve looks for a grown tree to publish:
@@ -24,7 +25,7 @@ func (s *Server) PublishCheckpoints(ctx context.Context, l *eventlog.Log, interv
 		if l.TreeSize() != published {
 			head, note, err := l.TreeCheckpoint()
 			if err != nil {
-				s.log.Warn("sign the tree's checkpoint", "err", err)
+				s.log.Warn("sign the tree's checkpoint", logkey.Err, err)
 			} else {
 				s.PublishCheckpoint(head.Size, note)
 				published = head.Size

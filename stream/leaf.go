@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"github.com/civnode/civnode/internal/logkey"
 	"net"
 	"strconv"
 	"strings"
@@ -31,7 +32,7 @@ func (s *Server) pollLeafs(interval time.Duration, onPeer func(PeerChange)) {
 	for {
 		for _, c := range s.leafChanges() {
 			s.log.Info("nats leaf link "+map[bool]string{true: "up", false: "down"}[c.Connected],
-				"remote", c.Remote, "name", c.Name)
+				logkey.Remote, c.Remote, logkey.Name, c.Name)
 			if onPeer != nil {
 				onPeer(c)
 			}
@@ -54,7 +55,7 @@ type leafLink struct {
 func (s *Server) leafChanges() []PeerChange {
 	lz, err := s.ns.Leafz(nil)
 	if err != nil {
-		s.log.Warn("list nats leaf links", "err", err)
+		s.log.Warn("list nats leaf links", logkey.Err, err)
 		return nil
 	}
 	seen := time.Now().UTC()

@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/logkey"
 )
 
 // HeaderSeq carries an event's seq on its message, so that a subscriber can
@@ -33,7 +34,7 @@ func (s *Server) Publish(events []eventlog.Event) error {
 				return nil
 			}
 			s.publishErrors.Add(1)
-			s.log.Error("publish event", "seq", ev.Seq, "type", ev.Type, "err", err)
+			s.log.Error("publish event", logkey.Seq, ev.Seq, logkey.Type, ev.Type, logkey.Err, err)
 			// The live subscriptions would now hold a gap; their consumers
 			// resume from the log instead.
 			s.endAll(ErrSlowConsumer)
@@ -66,7 +67,7 @@ func (s *Server) PublishExport(n ExportNotice) {
 	}
 	if err != nil && !s.isClosed() {
 		s.publishErrors.Add(1)
-		s.log.Error("publish export notice", "export_id", n.ExportID, "err", err)
+		s.log.Error("publish export notice", logkey.ExportID, n.ExportID, logkey.Err, err)
 	}
 }
 
@@ -79,7 +80,7 @@ func (s *Server) PublishCheckpoint(treeSize int64, note []byte) {
 	msg.Header.Set(HeaderTreeSize, strconv.FormatInt(treeSize, 10))
 	if err := s.pub.PublishMsg(msg); err != nil && !s.isClosed() {
 		s.publishErrors.Add(1)
-		s.log.Error("publish checkpoint", "tree_size", treeSize, "err", err)
+		s.log.Error("publish checkpoint", logkey.TreeSize, treeSize, logkey.Err, err)
 	}
 }
 
@@ -90,7 +91,7 @@ func (s *Server) PublishWitnessed(treeSize int64, note []byte) {
 	msg.Header.Set(HeaderTreeSize, strconv.FormatInt(treeSize, 10))
 	if err := s.pub.PublishMsg(msg); err != nil && !s.isClosed() {
 		s.publishErrors.Add(1)
-		s.log.Error("publish witnessed checkpoint", "tree_size", treeSize, "err", err)
+		s.log.Error("publish witnessed checkpoint", logkey.TreeSize, treeSize, logkey.Err, err)
 	}
 }
 

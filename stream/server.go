@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )
@@ -127,7 +128,7 @@ func Start(opts Options) (*Server, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	logger = logger.With("component", "nats")
+	logger = logger.With(logkey.Component, "nats")
 	poll := opts.LeafPoll
 	if poll <= 0 {
 		poll = time.Second
@@ -404,12 +405,12 @@ func (s *Server) connect(name, password string) (*nats.Conn, error) {
 // subscription; the subscription now has a gap, so it ends.
 func (s *Server) onAsyncError(_ *nats.Conn, ns *nats.Subscription, err error) {
 	if ns == nil {
-		s.log.Warn("nats connection error", "err", err)
+		s.log.Warn("nats connection error", logkey.Err, err)
 		return
 	}
 	if ns == s.fanout {
 		// Every subscription now has a gap.
-		s.log.Warn("nats dropped messages for the stream subscriptions; ending them", "err", err)
+		s.log.Warn("nats dropped messages for the stream subscriptions; ending them", logkey.Err, err)
 		s.endAll(ErrSlowConsumer)
 	}
 }
@@ -422,7 +423,7 @@ func (s *Server) onDisconnect(nc *nats.Conn, err error) {
 	if s.isClosed() {
 		return
 	}
-	s.log.Error("in-process nats connection lost", "conn", nc.Opts.Name, "err", err)
+	s.log.Error("in-process nats connection lost", logkey.Conn, nc.Opts.Name, logkey.Err, err)
 	if nc.Opts.Name == subscriberName {
 		s.endAll(ErrSlowConsumer)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/logkey"
 )
 
 // Message is one delivered event.
@@ -98,7 +99,7 @@ func (s *Server) dispatch(m *nats.Msg) {
 	if err != nil || !ours || typ == "" {
 		// Only the node's publisher may publish on its subjects (see
 		// natsUsers); anything else is dropped, not passed to an observer.
-		s.log.Warn("dropped a message on the event subjects that the node did not publish", "subject", m.Subject)
+		s.log.Warn("dropped a message on the event subjects that the node did not publish", logkey.Subject, m.Subject)
 		return
 	}
 	msg := Message{Seq: seq, Type: typ, Raw: m.Data}

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/logkey"
 )
 
 // Log is what a Submitter needs of the node's event log.
@@ -243,7 +244,7 @@ func (s *Submitter) Run(ctx context.Context) {
 }
 
 func (s *Submitter) runOne(ctx context.Context, rs *remoteState) {
-	log := s.opts.Logger.With("witness", rs.remote.Name(), "url", rs.remote.displayURL())
+	log := s.opts.Logger.With(logkey.Witness, rs.remote.Name(), logkey.URL, rs.remote.displayURL())
 	var backoff time.Duration
 	failing := false
 	timer := time.NewTimer(0)
@@ -264,12 +265,12 @@ func (s *Submitter) runOne(ctx context.Context, rs *remoteState) {
 				backoff = min(max(2*backoff, s.opts.Interval), maxBackoff)
 				wait = backoff
 				failing = true
-				log.Warn("witness submission failed", "err", err, "retry_in", backoff.String())
+				log.Warn("witness submission failed", logkey.Err, err, logkey.RetryIn, backoff.String())
 			default:
 				if failing {
-					log.Info("witness cosigns again", "tree_size", size)
+					log.Info("witness cosigns again", logkey.TreeSize, size)
 				} else {
-					log.Debug("witness cosigned", "tree_size", size)
+					log.Debug("witness cosigned", logkey.TreeSize, size)
 				}
 				backoff, failing = 0, false
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/logkey"
 )
 
 // exportCmd is civnode export: the signed bundle of a stopped node's chain.
@@ -73,7 +74,7 @@ func (c *exportCmd) run(ctx context.Context) (err error) {
 		return fmt.Errorf("the bundle on stdout is whole (%d events, export %s) and verifies on its own, but export.sealed could not be recorded in the audit log: %w; "+
 			"run civnode verify --data-dir to find the damage", sum.EventCount, sum.ExportID, err)
 	}
-	logger.Debug("exported", "export_id", sum.ExportID, "event_count", sum.EventCount)
+	logger.Debug("exported", logkey.ExportID, sum.ExportID, logkey.EventCount, sum.EventCount)
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/civnode/civnode/commands/servicenet/registrydev"
+	"github.com/civnode/civnode/internal/logkey"
 )
 
 // newRegistryDevCommand is civnode registry-dev: a stand-in agent registry on
@@ -38,7 +39,7 @@ func newRegistryDevCommand(m *Main, g *globals) *cobra.Command {
 				ln.Close()
 				return fmt.Errorf("print listening line: %w", err)
 			}
-			logger.Info("a stand-in registry: start a node with --registry-url "+base, "agents", "summarizer deep-research market-data calendar")
+			logger.Info("a stand-in registry: start a node with --registry-url "+base, logkey.Agents, "summarizer deep-research market-data calendar")
 			ctx := cmd.Context()
 			done := make(chan error, 1)
 			go func() { done <- srv.Serve(ln) }()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
+	"github.com/civnode/civnode/internal/logkey"
 )
 
 // replayCmd is civnode replay: verify a stopped node's chain and rebuild
@@ -88,7 +89,7 @@ func (c *replayCmd) run(ctx context.Context) (err error) {
 	}
 	if !diff.Same() {
 		logger.Warn("the kept read models differed from the chain; the rebuilt ones are live now",
-			"missing", diff.Missing, "extra", diff.Extra, "changed", diff.Changed)
+			logkey.Missing, diff.Missing, logkey.Extra, diff.Extra, logkey.Changed, diff.Changed)
 	}
 	return r.Record(ctx, chain)
 }

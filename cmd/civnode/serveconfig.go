@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/configfile"
+	"github.com/civnode/civnode/internal/logkey"
 )
 
 // envPrefix starts the environment variable of each serve flag: --rate-limit
@@ -119,11 +120,11 @@ func (m *Main) warnServeSources(fs *pflag.FlagSet, path string, fromFile map[str
 	}
 	if len(exposed) > 0 {
 		logger.Warn("config file holds secrets and is readable by group or others; chmod 600 it",
-			"path", path, "mode", perm.String(), "settings", strings.Join(exposed, ","))
+			logkey.Path, path, logkey.Mode, perm.String(), logkey.Settings, strings.Join(exposed, ","))
 	}
 	for _, name := range unknown {
 		logger.Warn("unknown environment variable, ignored (serve's are CIVNODE_ and a flag's name in upper case, _ for -)",
-			"variable", name)
+			logkey.Variable, name)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/logkey"
 )
 
 // verifyCmd is civnode verify: an export bundle, or a stopped node's chain
@@ -118,7 +119,7 @@ func (c *verifyCmd) store(ctx context.Context, logger *slog.Logger) (err error) 
 	// is valid whether or not the note is kept, so a failure to keep it is a
 	// warning, not the verify's result.
 	if _, err := chain.RecordVerified(rep, time.Now()); err != nil {
-		logger.Warn("the chain verified, but its checkpoint for civnode doctor was not recorded", "err", err)
+		logger.Warn("the chain verified, but its checkpoint for civnode doctor was not recorded", logkey.Err, err)
 	}
 	_, err = fmt.Fprintf(m.Stdout, "ok: %d events, node %s, root %s, tip %s%s\n",
 		rep.Events, rep.NodeDID, rep.RootHash, rep.TipHash, mirrored)

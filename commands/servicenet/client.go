@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/civnode/civnode/internal/logkey"
 	"io"
 	"log/slog"
 	"net"
@@ -414,20 +415,20 @@ func (c *Client) exchange(ctx context.Context, cl *call, attempt int) (*answer, 
 	start := time.Now()
 	resp, err := c.http.Do(req)
 	if err != nil {
-		c.log.Debug("registry attempt", "method", cl.method, "path", cl.path, "attempt", attempt, "error", "transport")
 		err = c.transportError(ctx, cl, err)
+		c.log.Debug("registry attempt", logkey.Method, cl.method, logkey.Path, cl.path, logkey.Attempt, attempt, logkey.Err, err)
 		c.observed(cl, start, outcomeOfError(err))
 		return nil, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
 	if err != nil {
-		c.log.Debug("registry attempt", "method", cl.method, "path", cl.path, "attempt", attempt, "status", resp.StatusCode, "error", "body")
 		err = c.transportError(ctx, cl, err)
+		c.log.Debug("registry attempt", logkey.Method, cl.method, logkey.Path, cl.path, logkey.Attempt, attempt, logkey.Status, resp.StatusCode, logkey.Err, err)
 		c.observed(cl, start, outcomeOfError(err))
 		return nil, err
 	}
-	c.log.Debug("registry attempt", "method", cl.method, "path", cl.path, "attempt", attempt, "status", resp.StatusCode)
+	c.log.Debug("registry attempt", logkey.Method, cl.method, logkey.Path, cl.path, logkey.Attempt, attempt, logkey.Status, resp.StatusCode)
 	c.observed(cl, start, outcomeOfStatus(resp.StatusCode))
 	ans := &answer{
 		status:     resp.StatusCode,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/civnode/civnode/internal/logkey"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -49,7 +50,7 @@ func (c *Client) do(ctx context.Context, cl *call) (*answer, error) {
 			// worth more than a time-out.
 			return ans, withAttempts(err, attempt)
 		}
-		c.log.Debug("registry retry", "method", cl.method, "path", cl.path, "attempt", attempt, "wait", wait)
+		c.log.Debug("registry retry", logkey.Method, cl.method, logkey.Path, cl.path, logkey.Attempt, attempt, logkey.Wait, wait)
 		if err := c.sleep(ctx, wait); err != nil {
 			return nil, callerDone(ctx)
 		}

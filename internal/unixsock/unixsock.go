@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/civnode/civnode/internal/logkey"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -38,7 +39,7 @@ func Listen(path string, logger *slog.Logger) (*net.UnixListener, error) {
 		if err := os.Remove(path); err != nil {
 			return nil, fmt.Errorf("remove the stale %s: %w", name, err)
 		}
-		logger.Info("replaced a stale socket", "path", path)
+		logger.Info("replaced a stale socket", logkey.Path, path)
 	}
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {

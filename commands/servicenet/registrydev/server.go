@@ -11,6 +11,7 @@ import (
 
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/logkey"
 )
 
 // Options configures New.
@@ -50,8 +51,8 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts, oauth: newAuthServer(opts.Now)}
 	s.reg = NewRegistry(fixed(agents(opts.BaseURL)), RegistryOptions{Now: opts.Now, Authorized: s.oauth.valid,
 		Settle: func(_ string, settled Settlement) error {
-			opts.Logger.Info("payment settled", "payer", settled.Payer, "pay_to", settled.PayTo, "value", settled.Value,
-				"network", settled.Network, "transaction", settled.Transaction)
+			opts.Logger.Info("payment settled", logkey.Payer, settled.Payer, logkey.PayTo, settled.PayTo, logkey.Value, settled.Value,
+				logkey.Network, settled.Network, logkey.Transaction, settled.Transaction)
 			return nil
 		}})
 	s.reg.resultFirst = true
@@ -63,8 +64,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	rec := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 	start := s.opts.Now()
 	s.serve(rec, req)
-	s.opts.Logger.Info("request", "method", req.Method, "path", req.URL.EscapedPath(), "status", rec.status,
-		"node", req.Header.Get("X-Node-DID"), "took", s.opts.Now().Sub(start).Round(time.Microsecond))
+	s.opts.Logger.Info("request", logkey.Method, req.Method, logkey.Path, req.URL.EscapedPath(), logkey.Status, rec.status,
+		logkey.Node, req.Header.Get("X-Node-DID"), logkey.Took, s.opts.Now().Sub(start).Round(time.Microsecond))
 }
 
 func (s *Server) serve(w http.ResponseWriter, req *http.Request) {

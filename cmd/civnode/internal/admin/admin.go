@@ -9,6 +9,7 @@ import (
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/commands"
+	"github.com/civnode/civnode/internal/logkey"
 )
 
 // Tokens is what civnode token does, either offline on the data dir or
@@ -56,7 +57,7 @@ func Open(ctx context.Context, dir datadir.Dir, addr string, logger *slog.Logger
 		if err != nil {
 			return nil, err
 		}
-		logger.Debug("a node runs on the data dir; using its admin endpoints", "via", ch.Via)
+		logger.Debug("a node runs on the data dir; using its admin endpoints", logkey.Via, ch.Via)
 		return &Owner{Tokens: &onlineTokens{ch: ch}, Wallets: onlineWallets{ch},
 			close: func() error { ch.Close(); return nil }}, nil
 	}

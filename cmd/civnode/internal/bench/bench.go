@@ -23,6 +23,7 @@ import (
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/eventlog/events"
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/civnode/civnode/internal/loglevel"
 )
 
@@ -242,16 +243,16 @@ func (b *harness) referenceLimits(ctx context.Context) error {
 			b.res.set("http_limit_per_s", r)
 		}
 	}
-	b.log.Info("bench: reference limits", "sign_per_s", int(b.res.get("sign_per_s")), "sign_cores_per_s", int(b.res.get("sign_cores_per_s")), "verify_per_s", int(b.res.get("verify_per_s")),
-		"pebble_sync_write_ms", round3(b.res.get("pebble_sync_write_ms")), "http_limit_per_s", int(b.res.get("http_limit_per_s")),
-		"http_limit_signed_per_s", int(b.res.get("http_limit_signed_per_s")))
+	b.log.Info("bench: reference limits", logkey.SignPerS, int(b.res.get("sign_per_s")), logkey.SignCoresPerS, int(b.res.get("sign_cores_per_s")), logkey.VerifyPerS, int(b.res.get("verify_per_s")),
+		logkey.PebbleSyncWriteMS, round3(b.res.get("pebble_sync_write_ms")), logkey.HTTPLimitPerS, int(b.res.get("http_limit_per_s")),
+		logkey.HTTPLimitSignedPerS, int(b.res.get("http_limit_signed_per_s")))
 	return nil
 }
 
 // appendRate appends mission.created-shaped events to a fresh log on disk from
 // 64 goroutines, with fsync on: the log's figure without HTTP.
 func (b *harness) appendRate(ctx context.Context) error {
-	b.log.Info("bench: append", "callers", writers, "duration", b.cfg.Duration)
+	b.log.Info("bench: append", logkey.Callers, writers, logkey.Duration, b.cfg.Duration)
 	_, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return err
@@ -283,7 +284,7 @@ func (b *harness) appendRate(ctx context.Context) error {
 		return fmt.Errorf("append: %w", err)
 	}
 	b.res.set("append_per_s", res.opsPerSecond())
-	b.log.Info("bench: append", "append_per_s", int(res.opsPerSecond()))
+	b.log.Info("bench: append", logkey.AppendPerS, int(res.opsPerSecond()))
 	return nil
 }
 
@@ -307,7 +308,7 @@ func (b *harness) startTarget(ctx context.Context) error {
 		}
 		return nil
 	}
-	b.log.Info("bench: starting the node", "binary", b.cfg.Binary)
+	b.log.Info("bench: starting the node", logkey.Binary, b.cfg.Binary)
 	n, err := startNode(ctx, b.cfg.Binary, filepath.Join(b.tmp, "node"))
 	if err != nil {
 		return err
@@ -322,7 +323,7 @@ func (b *harness) fill(ctx context.Context) error {
 	if b.cfg.Events == 0 {
 		return nil
 	}
-	b.log.Info("bench: filling the node", "missions", b.cfg.Events, "clients", writers)
+	b.log.Info("bench: filling the node", logkey.Missions, b.cfg.Events, logkey.Clients, writers)
 	c := newLoadClient(writers, 30*time.Second)
 	defer closeClient(c)
 	bufs := newBuffers(writers)
@@ -359,7 +360,7 @@ func (b *harness) fill(ctx context.Context) error {
 		b.res.set("fill_first_per_s", rate(tenth, time.Duration(firstEnd.Load())))
 		b.res.set("fill_last_per_s", rate(tenth, end-time.Duration(lastStart.Load())))
 	}
-	b.log.Info("bench: filled", "missions", res.ops, "per_s", int(res.opsPerSecond()))
+	b.log.Info("bench: filled", logkey.Missions, res.ops, logkey.PerS, int(res.opsPerSecond()))
 	return nil
 }
 
@@ -372,7 +373,7 @@ func (b *harness) createOp(c *http.Client, bufs buffers) loadOp {
 // createRates times POST /v1/core/missions from one client, then from 64.
 func (b *harness) createRates(ctx context.Context) error {
 	for _, clients := range []int{1, writers} {
-		b.log.Info("bench: POST /v1/core/missions", "clients", clients, "duration", b.cfg.Duration)
+		b.log.Info("bench: POST /v1/core/missions", logkey.Clients, clients, logkey.Duration, b.cfg.Duration)
 		c := newLoadClient(clients, 30*time.Second)
 		bufs := newBuffers(clients)
 		op := b.createOp(c, bufs)
@@ -404,8 +405,8 @@ func (b *harness) createRates(ctx context.Context) error {
 				b.res.set("http_create_c64_node_cpu_us", float64((cpu1-cpu0).Microseconds())/float64(res.ops))
 			}
 		}
-		b.log.Info("bench: POST /v1/core/missions", "clients", clients, "per_s", int(res.opsPerSecond()),
-			"p50_ms", round3(res.quantile(0.5)), "p99_ms", round3(res.quantile(0.99)))
+		b.log.Info("bench: POST /v1/core/missions", logkey.Clients, clients, logkey.PerS, int(res.opsPerSecond()),
+			logkey.P50MS, round3(res.quantile(0.5)), logkey.P99MS, round3(res.quantile(0.99)))
 	}
 	c := newLoadClient(1, 30*time.Second)
 	defer closeClient(c)
@@ -437,7 +438,7 @@ func (b *harness) verifyAndRestart(ctx context.Context) error {
 		return err
 	}
 	b.res.set("verify_chain_per_s", rate(int64(events), elapsed))
-	b.log.Info("bench: verified", "events", events, "seconds", round3(elapsed.Seconds()))
+	b.log.Info("bench: verified", logkey.Events, events, logkey.Seconds, round3(elapsed.Seconds()))
 
 	b.log.Info("bench: restarting the node")
 	n, err := startNode(ctx, b.cfg.Binary, dir)
@@ -451,7 +452,7 @@ func (b *harness) verifyAndRestart(ctx context.Context) error {
 		return err
 	}
 	b.res.set("rss_after_restart_mb", rss)
-	b.log.Info("bench: restarted", "restart_s", round3(n.ready.Seconds()), "rss_mb", round3(rss))
+	b.log.Info("bench: restarted", logkey.RestartS, round3(n.ready.Seconds()), logkey.RSSMB, round3(rss))
 	return nil
 }
 
@@ -464,7 +465,7 @@ func (b *harness) readers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.log.Info("bench: GET /v1/events?since=&limit=100", "readers", readers, "start_points", len(since), "duration", b.cfg.Duration)
+	b.log.Info("bench: GET /v1/events?since=&limit=100", logkey.Readers, readers, logkey.StartPoints, len(since), logkey.Duration, b.cfg.Duration)
 	bufs := newBuffers(readers)
 	checked := make([]bool, readers)
 	op := func(ctx context.Context, w int) (int, error) {
@@ -513,8 +514,8 @@ func (b *harness) readers(ctx context.Context) error {
 		// grows), so a sampled VmRSS can exceed it.
 		b.res.set("rss_peak_mb", max(hwm, b.res.get("rss_under_readers_mb")))
 	}
-	b.log.Info("bench: read events", "events_per_s", int(res.itemsPerSecond()), "requests_per_s", int(res.opsPerSecond()),
-		"p99_ms", round3(res.quantile(0.99)))
+	b.log.Info("bench: read events", logkey.EventsPerS, int(res.itemsPerSecond()), logkey.RequestsPerS, int(res.opsPerSecond()),
+		logkey.P99MS, round3(res.quantile(0.99)))
 	return nil
 }
 

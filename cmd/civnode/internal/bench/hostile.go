@@ -19,6 +19,7 @@ import (
 	"time"
 
 	civhttp "github.com/civnode/civnode/http"
+	"github.com/civnode/civnode/internal/logkey"
 )
 
 // The hostile phase, the load the response budget bounds (docs/benchmarks.md,
@@ -76,7 +77,7 @@ func (b *harness) hostileFill(ctx context.Context) error {
 	var rnd [4]byte
 	rand.Read(rnd[:])
 	slug := "bench-" + hex.EncodeToString(rnd[:])
-	b.log.Info("bench: hostile: completing missions with ~1 MiB results", "missions", hostileMissions, "claimer", slug)
+	b.log.Info("bench: hostile: completing missions with ~1 MiB results", logkey.Missions, hostileMissions, logkey.Claimer, slug)
 	c := newLoadClient(hostileWriters, 2*time.Minute)
 	defer closeClient(c)
 	var boot struct {
@@ -173,7 +174,7 @@ func (b *harness) hostileRead(ctx context.Context) error {
 // the node's RSS passed hostileRSSCap, which ends the level early.
 func (b *harness) hostileLevel(ctx context.Context, readers int, before float64) (capped bool, err error) {
 	d := b.cfg.HostileDuration
-	b.log.Info("bench: hostile: reading", "readers", readers, "stalled", hostileStalled, "duration", d)
+	b.log.Info("bench: hostile: reading", logkey.Readers, readers, logkey.Stalled, hostileStalled, logkey.Duration, d)
 	var stopRSS func() float64
 	if b.node != nil {
 		b.node.resetPeak() // when it cannot, VmHWM may hold an earlier peak; the samples still bound this one
@@ -220,7 +221,7 @@ func (b *harness) hostileLevel(ctx context.Context, readers int, before float64)
 					time.Sleep(hostilePoll) // a refusal is an answer too; do not spin on it
 				default:
 					readErrs.Add(1)
-					b.log.Debug("bench: hostile read", "err", err)
+					b.log.Debug("bench: hostile read", logkey.Err, err)
 					time.Sleep(hostilePoll)
 				}
 			}
@@ -245,7 +246,7 @@ func (b *harness) hostileLevel(ctx context.Context, readers int, before float64)
 		if b.node != nil {
 			if rss, _, err := b.node.memory(); err == nil && rss > hostileRSSCap {
 				capped = true
-				b.log.Warn("bench: hostile: node RSS passed the cap; ending the phase early", "rss_mb", int(rss), "cap_mb", hostileRSSCap)
+				b.log.Warn("bench: hostile: node RSS passed the cap; ending the phase early", logkey.RSSMB, int(rss), logkey.CapMB, hostileRSSCap)
 				cancel()
 			}
 		}
@@ -279,10 +280,10 @@ func (b *harness) hostileLevel(ctx context.Context, readers int, before float64)
 		b.res.set(key("rss_peak_mb"), peak)
 		b.res.set(key("rss_rise_mb"), peak-before)
 	}
-	b.log.Info("bench: hostile: done", "readers", readers, "full_reads", reads.Load(), "busy", busy.Load(),
-		"read_errors", readErrs.Load(), "health_polls", polls, "health_max_ms", round3(ms(healthMax)),
-		"health_p99_ms", round3(b.res.get(key("health_p99_ms"))), "health_failures", healthFails,
-		"rss_rise_mb", round3(b.res.get(key("rss_rise_mb"))))
+	b.log.Info("bench: hostile: done", logkey.Readers, readers, logkey.FullReads, reads.Load(), logkey.Busy, busy.Load(),
+		logkey.ReadErrors, readErrs.Load(), logkey.HealthPolls, polls, logkey.HealthMaxMS, round3(ms(healthMax)),
+		logkey.HealthP99MS, round3(b.res.get(key("health_p99_ms"))), logkey.HealthFailures, healthFails,
+		logkey.RSSRiseMB, round3(b.res.get(key("rss_rise_mb"))))
 	return capped, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/civnode/civnode/internal/logkey"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,27 +69,27 @@ func (b *harness) peerPhase(ctx context.Context) error {
 	if err := buildEtcdPeer(ctx, bin); err != nil {
 		var u peerUnavailableError
 		if errors.As(err, &u) {
-			b.log.Warn("bench: etcd skipped", "why", err)
+			b.log.Warn("bench: etcd skipped", logkey.Why, err)
 			return nil
 		}
 		return err
 	}
 	var civ, civP99, etcd, etcdP99 []float64
 	for round := range b.cfg.PeerRounds {
-		b.log.Info("bench: beside etcd: POST /v1/core/missions", "round", round+1, "clients", writers, "duration", b.cfg.Duration)
+		b.log.Info("bench: beside etcd: POST /v1/core/missions", logkey.Round, round+1, logkey.Clients, writers, logkey.Duration, b.cfg.Duration)
 		res, err := b.createsAt(ctx, writers)
 		if err != nil {
 			return err
 		}
 		civ, civP99 = append(civ, res.opsPerSecond()), append(civP99, res.quantile(0.99))
-		b.log.Info("bench: beside etcd: etcd Put", "round", round+1, "clients", writers, "puts", b.cfg.PeerPuts)
+		b.log.Info("bench: beside etcd: etcd Put", logkey.Round, round+1, logkey.Clients, writers, logkey.Puts, b.cfg.PeerPuts)
 		er, err := runEtcdPeer(ctx, bin, b.tmp, b.cfg.PeerPuts, writers)
 		if err != nil {
 			return err
 		}
 		etcd, etcdP99 = append(etcd, er.PutsPerS), append(etcdP99, er.P99Ms)
-		b.log.Info("bench: beside etcd", "round", round+1, "node_create_per_s", int(res.opsPerSecond()),
-			"etcd_put_per_s", int(er.PutsPerS), "etcd_p99_ms", round3(er.P99Ms))
+		b.log.Info("bench: beside etcd", logkey.Round, round+1, logkey.NodeCreatePerS, int(res.opsPerSecond()),
+			logkey.EtcdPutPerS, int(er.PutsPerS), logkey.EtcdP99MS, round3(er.P99Ms))
 	}
 	b.res.set("etcd_put_c64_per_s", median(etcd))
 	b.res.set("etcd_put_c64_p99_ms", median(etcdP99))

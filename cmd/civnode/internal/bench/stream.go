@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/coder/websocket"
 )
 
@@ -64,7 +65,7 @@ func (b *harness) streamOnly(ctx context.Context) error {
 // signing and the fsync: so it is an upper bound on commit → delivery, and
 // the bench and the node share one clock on loopback.
 func (b *harness) streamDelivery(ctx context.Context) error {
-	b.log.Info("bench: stream delivery", "clients", streamClients, "events_per_s", streamRate, "duration", b.cfg.Duration)
+	b.log.Info("bench: stream delivery", logkey.Clients, streamClients, logkey.EventsPerS, streamRate, logkey.Duration, b.cfg.Duration)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	wsURL := "ws" + strings.TrimPrefix(b.target.base, "http") + "/v1/stream"
@@ -175,7 +176,7 @@ func (b *harness) streamDelivery(ctx context.Context) error {
 	for _, c := range clients {
 		if err := c.waitFor(drain, lastSeq); err != nil {
 			dropped++
-			b.log.Warn("bench: stream client fell behind", "err", err)
+			b.log.Warn("bench: stream client fell behind", logkey.Err, err)
 		}
 		lat = append(lat, c.latencies()...)
 	}
@@ -194,9 +195,9 @@ func (b *harness) streamDelivery(ctx context.Context) error {
 		b.res.set("stream_node_cpu_us_per_event", float64((cpu1-cpu0).Microseconds())/float64(written))
 	}
 	b.res.set("stream_creates_missed", float64(missed))
-	b.log.Info("bench: stream delivery", "events_per_s", int(rate(written, elapsed)), "deliveries", len(lat),
-		"create_p50_ms", round3(creates.quantile(0.5)), "create_p99_ms", round3(creates.quantile(0.99)), "missed", missed,
-		"p50_ms", round3(res.quantile(0.5)), "p99_ms", round3(res.quantile(0.99)), "dropped", dropped)
+	b.log.Info("bench: stream delivery", logkey.EventsPerS, int(rate(written, elapsed)), logkey.Deliveries, len(lat),
+		logkey.CreateP50MS, round3(creates.quantile(0.5)), logkey.CreateP99MS, round3(creates.quantile(0.99)), logkey.Missed, missed,
+		logkey.P50MS, round3(res.quantile(0.5)), logkey.P99MS, round3(res.quantile(0.99)), logkey.Dropped, dropped)
 	if dropped > 0 {
 		return fmt.Errorf("stream phase: %d of %d clients did not receive every event", dropped, len(clients))
 	}

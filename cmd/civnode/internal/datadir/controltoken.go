@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/civnode/civnode/internal/atomicfile"
+	"github.com/civnode/civnode/internal/logkey"
 )
 
 // LoadOrCreateControlToken returns the owner token at path (docs/tokens.md),
@@ -31,7 +32,7 @@ func LoadOrCreateControlToken(path string, logger *slog.Logger) (string, error) 
 	if err != nil {
 		return "", fmt.Errorf("write control token: %w", err)
 	}
-	logger.Info("created control token", "path", path)
+	logger.Info("created control token", logkey.Path, path)
 	return tok, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/logkey"
 )
 
 // Dir is a node's directory; see doc.go for its files.
@@ -87,7 +88,7 @@ func (d Dir) Create(logger *slog.Logger) error {
 		return fmt.Errorf("create data dir: %w", err)
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
-		logger.Warn("data dir is accessible by group or others; chmod 700 it", "path", string(d), "mode", fi.Mode().Perm().String())
+		logger.Warn("data dir is accessible by group or others; chmod 700 it", logkey.Path, string(d), logkey.Mode, fi.Mode().Perm().String())
 	}
 	return nil
 }

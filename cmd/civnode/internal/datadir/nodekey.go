@@ -11,6 +11,7 @@ import (
 	"log/slog"
 
 	"github.com/civnode/civnode/internal/atomicfile"
+	"github.com/civnode/civnode/internal/logkey"
 )
 
 // PEMType is the PEM block type of node.key: PKCS#8.
@@ -48,7 +49,7 @@ func LoadOrCreateNodeKey(path string, logger *slog.Logger) (ed25519.PrivateKey, 
 	if err != nil {
 		return nil, err
 	}
-	logger.Info("created node key", "path", path)
+	logger.Info("created node key", logkey.Path, path)
 	return key, nil
 }
 

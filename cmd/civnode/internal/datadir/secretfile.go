@@ -2,6 +2,7 @@ package datadir
 
 import (
 	"fmt"
+	"github.com/civnode/civnode/internal/logkey"
 	"io"
 	"log/slog"
 	"os"
@@ -23,7 +24,7 @@ func ReadSecret(path string, logger *slog.Logger) ([]byte, error) {
 		return nil, err
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		logger.Warn("secret file is readable by group or others; chmod 600 it", "path", path, "mode", perm.String())
+		logger.Warn("secret file is readable by group or others; chmod 600 it", logkey.Path, path, logkey.Mode, perm.String())
 	}
 	const maxSecret = 64 << 10
 	b, err := io.ReadAll(io.LimitReader(f, maxSecret+1))

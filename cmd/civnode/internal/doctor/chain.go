@@ -12,6 +12,7 @@ import (
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/civnode/civnode/projections"
 )
 
@@ -106,7 +107,7 @@ func (d *checker) checkStore(ctx context.Context) []Check {
 	}
 	defer func() {
 		if err := l.Close(); err != nil {
-			d.logger.Warn("close event log", "err", err)
+			d.logger.Warn("close event log", logkey.Err, err)
 		}
 	}()
 	return []Check{d.verifyChain(ctx, l), d.checkModels(l)}

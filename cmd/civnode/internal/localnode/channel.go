@@ -13,6 +13,7 @@ import (
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	civhttp "github.com/civnode/civnode/http"
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/civnode/civnode/internal/unixsock"
 )
 
@@ -47,13 +48,13 @@ func Dial(ctx context.Context, dir datadir.Dir, addr string, logger *slog.Logger
 		return nil, fmt.Errorf("%w (%s), but its owner token cannot be read: %w", datadir.ErrInUse, dir, err)
 	}
 	if conn, err := unixsock.Dial(ctx, dir.SocketPath()); err == nil {
-		logger.Debug("reaching the node through its control socket", "path", dir.SocketPath())
+		logger.Debug("reaching the node through its control socket", logkey.Path, dir.SocketPath())
 		path := dir.SocketPath()
 		return civhttp.NewClient("http://localhost", token, path, conn, func(ctx context.Context) (net.Conn, error) {
 			return unixsock.Dial(ctx, path)
 		}), nil
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		logger.Debug("control socket unreachable; trying TCP", "path", dir.SocketPath(), "err", err)
+		logger.Debug("control socket unreachable; trying TCP", logkey.Path, dir.SocketPath(), logkey.Err, err)
 	}
 
 	host, err := HostPort(addr)
@@ -72,7 +73,7 @@ func Dial(ctx context.Context, dir datadir.Dir, addr string, logger *slog.Logger
 	if err != nil {
 		return nil, err
 	}
-	logger.Debug("the node at --addr proved it holds node.key", "addr", host)
+	logger.Debug("the node at --addr proved it holds node.key", logkey.Addr, host)
 	return civhttp.NewClient("http://"+host, token, host, conn, dial), nil
 }
 
@@ -111,9 +112,9 @@ func listenControlSocket(path string, logger *slog.Logger) net.Listener {
 	ln, err := unixsock.Listen(path, logger)
 	if err != nil {
 		logger.Warn("serving without the control socket, so the CLI reaches the node over TCP at --addr",
-			"path", path, "err", err)
+			logkey.Path, path, logkey.Err, err)
 		return nil
 	}
-	logger.Info("listening on the control socket", "path", path)
+	logger.Info("listening on the control socket", logkey.Path, path)
 	return civhttp.ControlSocketListener(ln)
 }

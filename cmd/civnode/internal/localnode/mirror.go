@@ -11,6 +11,7 @@ import (
 	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/eventlog"
 	civhttp "github.com/civnode/civnode/http"
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/civnode/civnode/stream"
 	"github.com/civnode/civnode/transparency"
 )
@@ -104,7 +105,7 @@ func FollowMirror(ctx context.Context, logger *slog.Logger, c *transparency.Clie
 			return fmt.Errorf("mirror %s: %w", c.Via(), err)
 		}
 		if r.attempt > 0 {
-			logger.Info("the source answers again", "from", c.Via(), "failed_attempts", r.attempt)
+			logger.Info("the source answers again", logkey.From, c.Via(), logkey.FailedAttempts, r.attempt)
 			r.attempt = 0
 		}
 		if once || rep.Events > 0 {
@@ -138,7 +139,7 @@ type retry struct {
 func (r *retry) wait(ctx context.Context, err error) error {
 	r.attempt++
 	d := transparency.RetryDelay(max(r.interval, minInterval), r.attempt)
-	r.logger.Warn("the source failed; retrying", "from", r.via, "attempt", r.attempt, "retry_in", d.Round(time.Millisecond), "err", err)
+	r.logger.Warn("the source failed; retrying", logkey.From, r.via, logkey.Attempt, r.attempt, logkey.RetryIn, d.Round(time.Millisecond), logkey.Err, err)
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -194,10 +195,10 @@ func (n *Node) openMirror(ctx context.Context) error {
 	n.followed = make(chan error, 1)
 	go func() {
 		err := FollowMirror(n.bg, logger, c, node.Log, dir, src, false, func(rep transparency.Mirrored) {
-			logger.Info("mirrored", "origin", k.Origin, "tree_size", rep.Head.Size, "events", rep.Events)
+			logger.Info("mirrored", logkey.Origin, k.Origin, logkey.TreeSize, rep.Head.Size, logkey.Events, rep.Events)
 		})
 		if err != nil {
-			logger.Error("stopped following the origin", "err", err)
+			logger.Error("stopped following the origin", logkey.Err, err)
 			n.stopBg()
 		}
 		n.followed <- err

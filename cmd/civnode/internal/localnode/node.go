@@ -11,6 +11,7 @@ import (
 	"github.com/civnode/civnode/cmd/civnode/internal/backup"
 	"github.com/civnode/civnode/cmd/core"
 	civhttp "github.com/civnode/civnode/http"
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/civnode/civnode/oraclesock"
 	"github.com/civnode/civnode/stream"
 	"github.com/civnode/civnode/transparency"
@@ -147,18 +148,18 @@ func (n *Node) Serve(ctx context.Context) error {
 			"tip_seq", tip, "version", cfg.Version, "catalog_version", cfg.Catalog.Version, "registry", registryLabel(cfg.RegistryURL)},
 			cfg.Settings...)...)
 	} else {
-		logger.Info("serving a mirror", "addr", n.addr, "origin", n.origin.Origin, "from", n.source.Via(), "data_dir", string(cfg.Dir), "tip_seq", tip)
+		logger.Info("serving a mirror", logkey.Addr, n.addr, logkey.Origin, n.origin.Origin, logkey.From, n.source.Via(), logkey.DataDir, string(cfg.Dir), logkey.TipSeq, tip)
 	}
 	if err := cfg.Listening(n.addr); err != nil {
 		ln.Close()
 		return err
 	}
 	if err := cfg.Notify("READY=1\nSTATUS=serving on " + n.addr); err != nil {
-		logger.Warn("sd_notify", "err", err)
+		logger.Warn("sd_notify", logkey.Err, err)
 	}
 	defer context.AfterFunc(ctx, func() {
 		if err := cfg.Notify("STOPPING=1"); err != nil {
-			logger.Warn("sd_notify", "err", err)
+			logger.Warn("sd_notify", logkey.Err, err)
 		}
 	})()
 	err := n.srv.Serve(ctx, ln)
@@ -185,7 +186,7 @@ func (n *Node) Close() error {
 		n.ln.Close()
 	}
 	if err := n.oracle.Close(); err != nil {
-		n.logger.Warn("stopping the oracle socket", "err", err)
+		n.logger.Warn("stopping the oracle socket", logkey.Err, err)
 	}
 	if n.started {
 		chain := n.core.Log
@@ -194,7 +195,7 @@ func (n *Node) Close() error {
 		if err != nil {
 			keep(fmt.Errorf("audit node.stopped: %w", err))
 		} else if n.clean {
-			n.logger.Info("stopped", "tip_seq", chain.Tip().Seq)
+			n.logger.Info("stopped", logkey.TipSeq, chain.Tip().Seq)
 		}
 	}
 	n.stopBg()

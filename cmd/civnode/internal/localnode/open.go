@@ -11,6 +11,7 @@ import (
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/eventlog"
 	civhttp "github.com/civnode/civnode/http"
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/civnode/civnode/projections"
 )
 
@@ -44,7 +45,7 @@ func openCore(ctx context.Context, d datadir.Dir, key datadir.ChainKey, cfg core
 	}
 	for _, model := range projections.Models() {
 		if n := skipped[model.Name]; n > 0 {
-			logger.Warn("events a read model could not apply", "model", model.Name, "count", n)
+			logger.Warn("events a read model could not apply", logkey.Model, model.Name, logkey.Count, n)
 		}
 	}
 	return c, nil
@@ -120,7 +121,7 @@ func progressLoggerAt(logger *slog.Logger, msg string, now func() time.Time) eve
 			return
 		}
 		if t := now(); t.Sub(last) >= time.Second {
-			logger.Info(msg, "seq", done, "tip_seq", total)
+			logger.Info(msg, logkey.Seq, done, logkey.TipSeq, total)
 			next, last = done+step, t
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/commands"
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/civnode/civnode/internal/unixsock"
 	"github.com/civnode/civnode/oraclesock"
 	"github.com/civnode/civnode/projections"
@@ -21,11 +22,11 @@ func startOracleSocket(ctx context.Context, path string, node *core.Core, logger
 	ln, err := unixsock.Listen(path, logger)
 	if err != nil {
 		logger.Warn("serving without the oracle socket, so civnode oracle cannot reach the node while it runs",
-			"path", path, "err", err)
+			logkey.Path, path, logkey.Err, err)
 		return nil
 	}
 	s := oraclesock.Serve(ctx, ln, Oracle{node}, logger)
-	logger.Info("listening on the oracle socket", "path", path)
+	logger.Info("listening on the oracle socket", logkey.Path, path)
 	return s
 }
 
@@ -39,10 +40,10 @@ func OpenOracle(ctx context.Context, dir datadir.Dir, logger *slog.Logger) (svc 
 	sock := dir.OracleSocketPath()
 	client, dialErr := oraclesock.Dial(ctx, sock)
 	if dialErr == nil {
-		logger.Debug("a node runs on the data dir; using its oracle socket", "path", sock)
+		logger.Debug("a node runs on the data dir; using its oracle socket", logkey.Path, sock)
 		return client, func() error { client.Close(); return nil }, nil
 	}
-	logger.Debug("no node answers on the oracle socket; opening the data dir", "path", sock, "err", dialErr)
+	logger.Debug("no node answers on the oracle socket; opening the data dir", logkey.Path, sock, logkey.Err, dialErr)
 	node, err := OpenExisting(ctx, dir, logger)
 	if errors.Is(err, datadir.ErrInUse) {
 		return nil, nil, fmt.Errorf("%w, but its oracle socket %s cannot be reached (%w); the node's log says why it serves none", err, sock, dialErr)

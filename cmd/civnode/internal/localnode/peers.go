@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/civnode/civnode/commands"
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/civnode/civnode/stream"
 )
 
@@ -50,7 +51,7 @@ func (p *peerRecorder) record(ctx context.Context, peers *commands.Peers) {
 				// The link's state is still in the network status; only the
 				// record of the change is lost, and a failed log stops the
 				// node's writes anyway.
-				p.logger.Error("record a peer link", "remote", c.Remote, "err", err)
+				p.logger.Error("record a peer link", logkey.Remote, c.Remote, logkey.Err, err)
 			}
 		}
 		select {

@@ -13,6 +13,7 @@ import (
 	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/logkey"
 )
 
 // DefaultRegistryURL is the official agent registry, {registry_url} of the
@@ -58,7 +59,7 @@ func openRegistry(d datadir.Dir, url string, key ed25519.PrivateKey, logger *slo
 	cred, err := datadir.ReadSecret(d.RegistryCredentialPath(), logger)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		logger.Info("no registry credential; registry requests carry only the node's signature", "path", d.RegistryCredentialPath())
+		logger.Info("no registry credential; registry requests carry only the node's signature", logkey.Path, d.RegistryCredentialPath())
 	case err != nil:
 		return nil, fmt.Errorf("read registry credential: %w", err)
 	}
@@ -69,7 +70,7 @@ func openRegistry(d datadir.Dir, url string, key ed25519.PrivateKey, logger *slo
 		Sign:        func(msg []byte) []byte { return ed25519.Sign(key, msg) },
 		ReadTimeout: RegistryReadTimeout,
 		Retries:     RegistryReadRetries,
-		Logger:      logger.With("component", "registry"),
+		Logger:      logger.With(logkey.Component, "registry"),
 		Observe:     observe,
 	})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/civnode/civnode/commands/catalog"
 	"github.com/civnode/civnode/eventlog"
 	civhttp "github.com/civnode/civnode/http"
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/civnode/civnode/stream"
 )
 
@@ -114,11 +115,11 @@ func (n *Node) openOwn(ctx context.Context) error {
 // goes (without the URL's credentials).
 func logNATS(logger *slog.Logger, st stream.Status) {
 	if st.NATS.Listen == "" {
-		logger.Info("nats in process only: no listener", "server_id", st.NATS.ServerID, "version", st.NATS.Version)
+		logger.Info("nats in process only: no listener", logkey.ServerID, st.NATS.ServerID, logkey.Version, st.NATS.Version)
 	} else {
-		logger.Info("nats listening", "addr", st.NATS.Listen, "server_id", st.NATS.ServerID, "version", st.NATS.Version)
+		logger.Info("nats listening", logkey.Addr, st.NATS.Listen, logkey.ServerID, st.NATS.ServerID, logkey.Version, st.NATS.Version)
 	}
 	for _, l := range st.Leafs {
-		logger.Info("nats joins a hub as a leaf node", "remote", l.Remote)
+		logger.Info("nats joins a hub as a leaf node", logkey.Remote, l.Remote)
 	}
 }

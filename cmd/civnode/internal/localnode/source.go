@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/civnode/civnode/transparency"
 )
 
@@ -21,7 +22,7 @@ func OpenSource(ctx context.Context, dir datadir.Dir, addr string, logger *slog.
 		if err != nil {
 			return nil, nil, err
 		}
-		logger.Debug("a node runs on the data dir; reading its tree through its API", "via", ch.Via)
+		logger.Debug("a node runs on the data dir; reading its tree through its API", logkey.Via, ch.Via)
 		c := transparency.NewClient(ch.HTTP, ch.Base, ch.Token, ch.Via)
 		return transparency.APISource(c), func() error { ch.Close(); return nil }, nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/logkey"
 	"github.com/civnode/civnode/stream"
 	"github.com/civnode/civnode/witness"
 )
@@ -38,7 +39,7 @@ func startWitnessing(ctx context.Context, cfg Witnessing, dir datadir.Dir, key e
 		return nil, nil, err
 	}
 	if len(cfg.For) > 0 {
-		logger.Info("witnessing", "logs", len(cfg.For), "verifier_key", wit.VerifierKey())
+		logger.Info("witnessing", logkey.Logs, len(cfg.For), logkey.VerifierKey, wit.VerifierKey())
 	}
 	if len(cfg.Witnesses) == 0 {
 		close(done)
@@ -51,20 +52,20 @@ func startWitnessing(ctx context.Context, cfg Witnessing, dir datadir.Dir, key e
 			return nil, nil, err
 		}
 	}
-	wlog := logger.With("component", "witness")
+	wlog := logger.With(logkey.Component, "witness")
 	sub, err := witness.NewSubmitter(witness.SubmitterOptions{
 		Log: chain, Witnesses: remotes, Quorum: cfg.Quorum, StatePath: dir.CosignaturesPath(),
 		Interval: stream.CheckpointInterval, Logger: wlog,
 		OnWitnessed: func(size int64, note []byte) {
 			st.PublishWitnessed(size, note)
-			wlog.Info("witnessed checkpoint", "tree_size", size)
+			wlog.Info("witnessed checkpoint", logkey.TreeSize, size)
 		},
 	})
 	if err != nil {
 		close(done)
 		return nil, nil, err
 	}
-	logger.Info("submitting checkpoints to witnesses", "witnesses", len(remotes), "quorum", cfg.Quorum)
+	logger.Info("submitting checkpoints to witnesses", logkey.Witnesses, len(remotes), logkey.Quorum, cfg.Quorum)
 	go func() {
 		defer close(done)
 		sub.Run(ctx)
