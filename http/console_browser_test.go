@@ -22,6 +22,7 @@ import (
 	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/testtool"
 	"github.com/civnode/civnode/stream"
 )
 
@@ -36,11 +37,7 @@ const chromiumPath = "/usr/bin/chromium"
 // needNode returns the node binary, or skips (fails in CI) without one.
 func needNode(t *testing.T) string {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		unavailable(t, "node is not on PATH")
-	}
-	return node
+	return testtool.Need(t, "node", "install Node.js 20 or later")
 }
 
 // runNode runs a script of consoleE2EDir with env added, and returns its
@@ -316,16 +313,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	node := needNode(t)
 	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("CIVNODE_NO_BROWSER") == "1" {
-			// .ci/run could not install chromium on this machine (no root,
-			// no sudo) and said so: the issue runs the browser test where
-			// chromium is installed.
-			t.Skip("chromium is not installed and .ci/run could not install it (CIVNODE_NO_BROWSER=1)")
-		}
-		unavailable(t, "chromium is not installed at "+chromiumPath+": .ci/run must apt-get install chromium")
+		testtool.Missing(t, "chromium is not installed at "+chromiumPath+": install it (apt-get install chromium) to run the console in a browser")
 	}
 	if _, err := os.Stat(filepath.Join(consoleE2EDir, "node_modules", "playwright-core", "package.json")); err != nil {
-		unavailable(t, "playwright-core is not installed: .ci/run must run `npm ci --prefix http/testdata/console-e2e`")
+		testtool.Missing(t, "playwright-core is not installed: run `npm ci --prefix http/testdata/console-e2e`")
 	}
 	n := newConsoleNode(t)
 	n.populate()

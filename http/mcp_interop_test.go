@@ -11,6 +11,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/civnode/civnode/internal/testtool"
 )
 
 // interopDir holds the TypeScript client and its pinned dependencies.
@@ -23,12 +25,9 @@ var interopDir = filepath.Join("testdata", "mcp-interop")
 // http/testdata/mcp-interop); without them it is skipped, except in CI
 // (CI=true), where it fails.
 func TestMCPTypeScriptClient(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		unavailable(t, "node is not on PATH")
-	}
+	node := needNode(t)
 	if _, err := os.Stat(filepath.Join(interopDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
-		unavailable(t, "the TypeScript client's dependencies are not installed: .ci/run must run `npm ci --prefix http/testdata/mcp-interop`")
+		testtool.Missing(t, "the TypeScript client's dependencies are not installed: run `npm ci --prefix http/testdata/mcp-interop`")
 	}
 
 	w := newMCPWorld(t)
@@ -110,15 +109,6 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	if polls != 2 {
 		t.Errorf("the task was polled %d times, want 2 (running, then completed)", polls)
 	}
-}
-
-// unavailable skips a test whose tools are missing, or fails it in CI.
-func unavailable(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatal(why)
-	}
-	t.Skip(why)
 }
 
 // sameJSON reports whether a and b hold the same JSON value.

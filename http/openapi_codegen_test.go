@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/civnode/civnode/internal/testtool"
 )
 
 var (
@@ -126,15 +128,12 @@ func TestOpenAPIGoClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds oapi-codegen and the client it generates; the full suite runs it")
 	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		unavailable(t, "go is not on PATH")
-	}
+	goTool := testtool.Need(t, "go", "install Go")
 	dir := t.TempDir()
 	copyFiles(t, openAPICodegenGoDir, dir, "go.mod", "go.sum", "oapi-codegen.yaml", "main.go")
 	env := []string{"GOWORK=off", "GOFLAGS=-mod=readonly"}
 	if _, errOut, err := runGenerator(t, dir, env, goTool, "mod", "download"); err != nil {
-		unavailable(t, "oapi-codegen's module cannot be downloaded (no Go module proxy?): "+errOut)
+		testtool.Missing(t, "oapi-codegen's module cannot be downloaded (set GOPROXY to a reachable Go module proxy): "+errOut)
 	}
 
 	doc, answers := captureAnswers(t)
@@ -191,7 +190,7 @@ func TestOpenAPITypeScriptTypes(t *testing.T) {
 	modules := filepath.Join(openAPITypeScriptDir, "node_modules")
 	for _, pkg := range []string{"openapi-typescript", "typescript"} {
 		if _, err := os.Stat(filepath.Join(modules, pkg, "package.json")); err != nil {
-			unavailable(t, pkg+" is not installed: .ci/run must run `npm ci --prefix http/testdata/openapi-typescript`")
+			testtool.Missing(t, pkg+" is not installed: run `npm ci --prefix http/testdata/openapi-typescript`")
 		}
 	}
 	modules, err := filepath.Abs(modules)

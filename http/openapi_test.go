@@ -26,6 +26,7 @@ import (
 	"github.com/civnode/civnode/commands"
 	"github.com/civnode/civnode/commands/servicenet"
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/testtool"
 	"github.com/civnode/civnode/stream"
 	"github.com/civnode/civnode/witness"
 )
@@ -483,12 +484,9 @@ func TestOpenAPIServed(t *testing.T) {
 // http/testdata/openapi-validate); without them it is skipped, except in CI
 // (CI=true), where it fails.
 func TestOpenAPIValidates(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		unavailable(t, "node is not on PATH")
-	}
+	node := needNode(t)
 	if _, err := os.Stat(filepath.Join(openAPIValidateDir, "node_modules", "@seriousme", "openapi-schema-validator", "package.json")); err != nil {
-		unavailable(t, "the OpenAPI validator is not installed: .ci/run must run `npm ci --prefix http/testdata/openapi-validate`")
+		testtool.Missing(t, "the OpenAPI validator is not installed: run `npm ci --prefix http/testdata/openapi-validate`")
 	}
 	n := newWiredNode(t, "")
 	r := n.get("/v1/openapi.json")

@@ -20,6 +20,7 @@ import (
 	"github.com/civnode/civnode/commands/servicenet/servicenettest"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/eventlog/events"
+	"github.com/civnode/civnode/internal/testtool"
 	"github.com/civnode/civnode/projections"
 )
 
@@ -290,10 +291,7 @@ func TestMetricsStreamClients(t *testing.T) {
 // every kind. It needs promtool; without it the test is skipped, except in
 // CI (CI=true), where .ci/run installs it and its absence fails.
 func TestMetricsPromtool(t *testing.T) {
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		unavailable(t, "promtool is not on PATH: .ci/run installs it with `apt-get install prometheus`")
-	}
+	promtool := testtool.Need(t, "promtool", "install Debian's prometheus package (apt-get install prometheus)")
 	n, m := metricsNode(t)
 	if err := m.SetBuildInfo("v1.2.3", "0123456789abcdef", "go1.26.0"); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/civnode/civnode/internal/testtool"
 )
 
 // warmEtcdHarness builds the etcd peer harness once with the go tool, so that
@@ -21,7 +23,7 @@ func warmEtcdHarness(t *testing.T) {
 	cmd.Dir = filepath.Join("..", "..", "bench", "peers", "etcdput")
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		trUnavailable(t, "the etcd harness does not build here (offline, without etcd's modules in the module cache?): "+
+		testtool.Missing(t, "the etcd harness does not build here (it needs a reachable Go module proxy): "+
 			err.Error()+"\n"+string(out))
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/civnode/civnode/internal/testtool"
 )
 
 // TestSystemdUnitVerifies takes the install steps in the comments of the
@@ -20,7 +22,7 @@ func TestSystemdUnitVerifies(t *testing.T) {
 	needBinary(t)
 	for _, tool := range []string{"systemd-analyze", "man"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			trUnavailable(t, tool+" is not installed: install the systemd and man-db packages to verify docs/civnode.service")
+			testtool.Missing(t, tool+" is not installed: install the systemd and man-db packages to verify docs/civnode.service")
 		}
 	}
 	repo, err := filepath.Abs("../..")

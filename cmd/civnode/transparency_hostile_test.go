@@ -21,6 +21,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/testtool"
 	"github.com/civnode/civnode/transparency"
 )
 
@@ -176,7 +177,7 @@ func TestCheckersRefuseHugeTreeSize(t *testing.T) {
 	}
 	nodeJS, err := exec.LookPath("node")
 	if err != nil {
-		trUnavailable(t, "node (Node.js) is needed to run docs/examples/check-inclusion.mjs: "+err.Error())
+		testtool.Missing(t, "node is not on PATH: install Node.js 20 or later to run docs/examples/check-inclusion.mjs: "+err.Error())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
 	defer cancel()
@@ -193,7 +194,7 @@ func TestCheckersRefuseHugeTreeSize(t *testing.T) {
 func TestVerifyBundleRefusesHugeEventCount(t *testing.T) {
 	nodeJS, err := exec.LookPath("node")
 	if err != nil {
-		trUnavailable(t, "node (Node.js) is needed to run docs/examples/verify-bundle.mjs: "+err.Error())
+		testtool.Missing(t, "node is not on PATH: install Node.js 20 or later to run docs/examples/verify-bundle.mjs: "+err.Error())
 	}
 	for _, count := range []string{"4611686018427387909", "9007199254740992", "-1", "1.5"} {
 		ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/civnode/civnode/internal/testtool"
 	"github.com/civnode/civnode/transparency"
 )
 
@@ -21,7 +22,7 @@ import (
 func TestTransparencyObserverJS(t *testing.T) {
 	nodeJS, err := exec.LookPath("node")
 	if err != nil {
-		trUnavailable(t, "node (Node.js) is needed to run docs/examples/check-inclusion.mjs: "+err.Error())
+		testtool.Missing(t, "node is not on PATH: install Node.js 20 or later to run docs/examples/check-inclusion.mjs: "+err.Error())
 	}
 	check := func(proof []byte, vkey string) (string, bool) {
 		t.Helper()
@@ -70,13 +71,4 @@ func TestTransparencyObserverJS(t *testing.T) {
 	if got, ok := check([]byte(proofs[59]), trOtherKey(t)); ok || !strings.Contains(got, "not signed by") {
 		t.Errorf("check-inclusion.mjs took the proof under another key: %s", got)
 	}
-}
-
-// trUnavailable skips a test whose tools are missing here, or fails it in CI.
-func trUnavailable(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatal(why)
-	}
-	t.Skip(why)
 }

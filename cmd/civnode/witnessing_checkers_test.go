@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/civnode/civnode/internal/testtool"
 	"github.com/civnode/civnode/witness"
 )
 
@@ -22,7 +23,7 @@ import (
 func TestCheckersRequireCosignatures(t *testing.T) {
 	nodeJS, err := exec.LookPath("node")
 	if err != nil {
-		trUnavailable(t, "node (Node.js) is needed to run docs/examples/check-inclusion.mjs: "+err.Error())
+		testtool.Missing(t, "node is not on PATH: install Node.js 20 or later to run docs/examples/check-inclusion.mjs: "+err.Error())
 	}
 	js := func(proof []byte, args ...string) (string, bool) {
 		t.Helper()

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/civnode/civnode/internal/testtool"
 	"github.com/civnode/civnode/witness"
 )
 
@@ -41,7 +42,7 @@ func buildOmniwitness(t *testing.T, dir string) string {
 		cmd.Dir = omniwitnessDir
 		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			trUnavailable(t, fmt.Sprintf("go %s of the omniwitness (in %s): %v\n%s", strings.Join(args, " "), omniwitnessDir, err, out))
+			testtool.Missing(t, fmt.Sprintf("go %s of the omniwitness (in %s) needs a reachable Go module proxy: %v\n%s", strings.Join(args, " "), omniwitnessDir, err, out))
 		}
 	}
 	return bin

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/civnode/civnode/internal/testtool"
 )
 
 // The interop check: viem, the library the x402 reference client signs
@@ -26,19 +28,9 @@ const viemDir = "testdata/viem"
 // missing interop check is a failure rather than a silent pass.
 func requireViem(t *testing.T) string {
 	t.Helper()
-	missing := func(what string) {
-		t.Helper()
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s; .ci/run must run `npm ci` in commands/servicenet/%s", what, viemDir)
-		}
-		t.Skipf("%s; run `npm ci` in commands/servicenet/%s", what, viemDir)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node is not on PATH")
-	}
+	node := testtool.Need(t, "node", "install Node.js 20 or later")
 	if _, err := os.Stat(filepath.Join(viemDir, "node_modules", "viem", "package.json")); err != nil {
-		missing("viem is not installed")
+		testtool.Missing(t, "viem is not installed: run `npm ci --prefix commands/servicenet/"+viemDir+"`")
 	}
 	return node
 }
