@@ -25,7 +25,7 @@ func TestEnvUnknownWarned(t *testing.T) {
 	const value = "value-4e7a2c"
 	t.Setenv(typo, value)
 	t.Setenv(other, "")
-	knownSet := []string{"CIVNODE_RATE_LIMIT", "CIVNODE_TOKEN", "CIVNODE_NO_BROWSER", "CIVNODE_FUZZTIME"}
+	knownSet := []string{"CIVNODE_RATE_LIMIT", "CIVNODE_TOKEN", "CIVNODE_SOAK", "CIVNODE_FUZZTIME"}
 	for _, name := range knownSet {
 		t.Setenv(name, "")
 	}
