@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,31 +19,12 @@ import (
 func TestMirrorBigBundle(t *testing.T) {
 	origin := filepath.Join(t.TempDir(), "origin")
 	n := startNode(t, origin)
-	post := func(path string, body any, v any) {
-		t.Helper()
-		code, b := msPost(t, n.url, n.token, path, body)
-		if code != http.StatusOK {
-			t.Fatalf("POST %s: %d %.300s", path, code, b)
-		}
-		if v != nil {
-			json.Unmarshal(b, v)
-		}
-	}
-	var ada struct {
-		AgentDID string `json:"agent_did"`
-	}
-	post("/v1/civilization/bootstrap-identity", map[string]any{"display_name": "Ada", "public_id": "ada", "role": "enforcer"}, &ada)
-	post("/v1/civilization/controller-binding", map[string]any{"agent_did": ada.AgentDID, "controller_kind": "local_model", "controller_ref": "r"}, nil)
+	s := newSurvey(t, n.url, n.token)
 	result := strings.Repeat("\u0001", 174000)
 	for i := range 18 {
-		var m struct {
-			MissionID string `json:"mission_id"`
-		}
-		post("/v1/core/missions", map[string]any{"title": fmt.Sprintf("Survey %d", i), "description": "Survey the belt.", "publisher": "genesis",
-			"publisher_kind": "planetary_government", "domain": "research", "subnet_id": "genesis", "required_role": "enforcer",
-			"reward": map[string]int{"agent_credit": 7, "reputation": 1, "capacity": 0, "treasury_share_credit": 2}}, &m)
-		post("/v1/core/missions/"+m.MissionID+"/claim", map[string]any{"claimer": "ada"}, nil)
-		post("/v1/core/missions/"+m.MissionID+"/complete", map[string]any{"result": result}, nil)
+		id := s.publish(fmt.Sprintf("Survey %d", i))
+		s.claim(id)
+		s.complete(id, result)
 	}
 	var sum struct {
 		TreeSize int64 `json:"tree_size"`

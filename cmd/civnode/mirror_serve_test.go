@@ -56,28 +56,9 @@ func msGet(t *testing.T, url, token string) (int, string, []byte) {
 func TestServeMirror(t *testing.T) {
 	origin := filepath.Join(t.TempDir(), "origin")
 	n := startNode(t, origin)
-	post := func(path string, body any, v any) {
-		t.Helper()
-		code, b := msPost(t, n.url, n.token, path, body)
-		if code != http.StatusOK {
-			t.Fatalf("POST %s: %d %s", path, code, b)
-		}
-		if v != nil {
-			json.Unmarshal(b, v)
-		}
-	}
-	var ada struct {
-		AgentDID string `json:"agent_did"`
-	}
-	post("/v1/civilization/bootstrap-identity", map[string]any{"display_name": "Ada", "public_id": "ada", "role": "enforcer"}, &ada)
-	post("/v1/civilization/controller-binding", map[string]any{"agent_did": ada.AgentDID, "controller_kind": "local_model", "controller_ref": "r"}, nil)
-	var m struct {
-		MissionID string `json:"mission_id"`
-	}
-	post("/v1/core/missions", map[string]any{"title": "Survey", "description": "Survey the belt.", "publisher": "genesis",
-		"publisher_kind": "planetary_government", "domain": "research", "subnet_id": "genesis", "required_role": "enforcer",
-		"reward": map[string]int{"agent_credit": 7, "reputation": 1, "capacity": 0, "treasury_share_credit": 2}}, &m)
-	post("/v1/core/missions/"+m.MissionID+"/claim", map[string]any{"claimer": "ada"}, nil)
+	s := newSurvey(t, n.url, n.token)
+	missionID := s.publish("Survey")
+	s.claim(missionID)
 	n.stop(t)
 	trAppend(t, origin, "more", 700)
 	pub := filepath.Join(t.TempDir(), "log")
@@ -118,7 +99,7 @@ func TestServeMirror(t *testing.T) {
 		fmt.Sprintf("/v1/transparency/proof/inclusion?seq=%d", sum.TreeSize/2),
 		fmt.Sprintf("/v1/transparency/proof/consistency?from=10&to=%d", sum.TreeSize),
 		"/v1/transparency/tile/0/000", "/v1/transparency/tile/1/000.p/2", "/v1/transparency/events/001",
-		"/v1/core/missions", "/v1/core/missions/" + m.MissionID,
+		"/v1/core/missions", "/v1/core/missions/" + missionID,
 		"/v1/civilization/identities", "/v1/civilization/public-identity?public_id=ada",
 		"/v1/civilization/profile?public_id=ada", "/v1/civilization/metrics",
 		"/v1/game/catalog",
@@ -132,9 +113,9 @@ func TestServeMirror(t *testing.T) {
 	}
 
 	for path, body := range map[string]any{
-		"/v1/core/missions/" + m.MissionID + "/complete": map[string]any{"result": "done"},
-		"/v1/civilization/bootstrap-identity":            map[string]any{"display_name": "Bo", "public_id": "bo", "role": "enforcer"},
-		"/v1/node/proof":                                 map[string]any{"nonce": strings.Repeat("ab", 32)},
+		"/v1/core/missions/" + missionID + "/complete": map[string]any{"result": "done"},
+		"/v1/civilization/bootstrap-identity":          map[string]any{"display_name": "Bo", "public_id": "bo", "role": "enforcer"},
+		"/v1/node/proof":                               map[string]any{"nonce": strings.Repeat("ab", 32)},
 	} {
 		code, b := msPost(t, mn.url, mn.token, path, body)
 		if code != http.StatusForbidden || !strings.Contains(string(b), `"code":"read_only_mirror"`) {

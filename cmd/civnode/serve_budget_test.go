@@ -131,21 +131,12 @@ func TestServeBudgetsWhatIsWritten(t *testing.T) {
 // budgetTestResults control characters.
 func budgetFill(t *testing.T, p *process, n int) {
 	t.Helper()
-	var ada struct {
-		AgentDID string `json:"agent_did"`
-	}
-	linMustPost(t, p, p.token, "/v1/civilization/bootstrap-identity", map[string]any{"display_name": "Ada", "public_id": "ada", "role": "enforcer"}, &ada)
-	linMustPost(t, p, p.token, "/v1/civilization/controller-binding", map[string]any{"agent_did": ada.AgentDID, "controller_kind": "local_model", "controller_ref": "r"}, nil)
+	s := newSurvey(t, p.url, p.token)
 	result := strings.Repeat("\x01", budgetTestResults)
 	for range n {
-		var m struct {
-			MissionID string `json:"mission_id"`
-		}
-		linMustPost(t, p, p.token, "/v1/core/missions", map[string]any{"title": "Survey", "description": "Survey the belt.", "publisher": "genesis",
-			"publisher_kind": "planetary_government", "domain": "research", "subnet_id": "genesis", "required_role": "enforcer",
-			"reward": map[string]int{"agent_credit": 7, "reputation": 1, "capacity": 0, "treasury_share_credit": 2}}, &m)
-		linMustPost(t, p, p.token, "/v1/core/missions/"+m.MissionID+"/claim", map[string]any{"claimer": "ada"}, nil)
-		linMustPost(t, p, p.token, "/v1/core/missions/"+m.MissionID+"/complete", map[string]any{"result": result}, nil)
+		id := s.publish("Survey")
+		s.claim(id)
+		s.complete(id, result)
 	}
 }
 
