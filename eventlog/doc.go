@@ -152,4 +152,21 @@
 // SignNodeProof signs, for a client about to trust the node with a token,
 // "civnode-node-proof-v1\n" + node_did + "\n" + addr + "\n" + hex(nonce) with a
 // 32-byte nonce (nodeproof.go). Nothing else the node key signs starts that way.
+//
+// # Entry points
+//
+//   - The log: Open (Options), then Log's Append, Audit, Query, Scan,
+//     WriteBundle, ImportBundle, Backup and Close; Tip, TreeHead and
+//     TreeCheckpoint say where it stands, ProveInclusion and
+//     ProveConsistency prove it, and Verify and CheckStore check it. OpenCheckpoint,
+//     CheckpointText and CheckTreeSize read and bound its signed checkpoints.
+//   - Identity: DIDKey and PublicKeyFromDID map a node key to its did:key and
+//     back; ChainNodeDID reads a store's node DID without opening it;
+//     SignNodeProof, NodeProofBytes and VerifyNodeProof make and check a node
+//     proof.
+//   - Bytes: CanonicalObject and AppendCanonicalString write RFC 8785 JSON;
+//     ValidType and ValidTypeFilter check event types and their filters;
+//     PrefixEnd bounds a key prefix for the read models' iterators.
+//   - The machine: SyncWriteLatency times one synced Pebble write in a
+//     directory, the limit benchmarks state the write path against.
 package eventlog

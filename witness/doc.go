@@ -46,4 +46,13 @@
 // a redirect to another scheme, host or port (ErrRedirect) and a 409 naming a
 // size beyond the tree (ErrHeldSize) are that witness failing, retried after
 // the back-off like any failure.
+//
+// # Entry points
+//
+// New makes a Witness (Options): AddCheckpoint cosigns a request's body,
+// Logs and Name say what it witnesses and as whom. NewSubmitter runs the
+// loops (SubmitterOptions) towards each Remote, which ParseRemote reads from
+// serve's --witness VKEY@URL. DeriveKey and Name give the node's witness key and name from its
+// node key; NewCosignatureSigner, NewCosignatureVerifier,
+// CosignatureVerifierKey and CosignatureTime make and read cosignatures.
 package witness
