@@ -67,7 +67,8 @@ var thirdParty = map[string][]string{
 	// The log's signers (batchsign.go): the standard library's own Ed25519
 	// group code, published as a module, because ed25519.Sign inverts a field
 	// element for each signature and a batch shares one inversion among all of
-	// its signatures, which stay byte for byte ed25519.Sign's.
+	// its signatures, which stay byte for byte ed25519.Sign's; the write path
+	// is faster for it in process and over HTTP (docs/benchmarks.md).
 	"filippo.io/edwards25519": {"eventlog"},
 	// JSON a client sends (request bodies, the oracle socket's lines) is
 	// decoded, as I-JSON, by internal/ijson only.

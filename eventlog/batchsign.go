@@ -17,9 +17,10 @@ import (
 // Why not ed25519.Sign: a signature's R is a point that must be encoded in
 // affine form, and each encoding inverts a field element, about a third of a
 // signature's cost. Signing a batch inverts all of their Z coordinates with
-// one inversion and three multiplications a point (Montgomery's trick), so a
-// signature in a batch of eight costs about three quarters of one made alone.
-// The rest is the standard library's own arithmetic: filippo.io/edwards25519
+// one inversion and three multiplications a point (Montgomery's trick):
+// BenchmarkBatchSign times it against ed25519.Sign, and BenchmarkAppend and
+// http's BenchmarkHTTPCreateMission separate it from the noise on the write
+// path (docs/benchmarks.md, "The event log"). The rest is the standard library's own arithmetic: filippo.io/edwards25519
 // is crypto/internal/fips140/edwards25519 published by its author, constant
 // time like it. TestBatchSignIsEd25519Sign and FuzzBatchSign hold every
 // signature equal to ed25519.Sign's.
