@@ -3,7 +3,6 @@ package transparency
 import (
 	"context"
 	"crypto/ed25519"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -96,25 +95,10 @@ func serveDir(t *testing.T, dir string) *Client {
 	return c
 }
 
-// copyTree copies the files of src to dst.
+// copyTree copies the files of src to dst, where none of them is yet.
 func copyTree(t *testing.T, src, dst string) {
 	t.Helper()
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, b, 0o644)
-	})
-	if err != nil {
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
 		t.Fatal(err)
 	}
 }
