@@ -22,6 +22,9 @@ func (l *Log) Append(ctx context.Context, drafts ...Draft) ([]Event, error) {
 	if l.ReadOnly() {
 		return nil, ErrReadOnly
 	}
+	if err := l.held(); err != nil {
+		return nil, err
+	}
 	payloads, err := canonicalDrafts(drafts)
 	if err != nil {
 		return nil, err
@@ -38,6 +41,9 @@ func (l *Log) Append(ctx context.Context, drafts ...Draft) ([]Event, error) {
 func (l *Log) Decide(ctx context.Context, decide func() ([]Draft, error)) ([]Event, error) {
 	if l.ReadOnly() {
 		return nil, ErrReadOnly
+	}
+	if err := l.held(); err != nil {
+		return nil, err
 	}
 	return l.submit(ctx, &request{decide: decide})
 }
@@ -260,6 +266,11 @@ func (l *Log) sequence(g *group, r *request, signer *signer) {
 	if l.seq.next == 1 {
 		// Only Ingest may give an empty log (Options.Ingest) its genesis.
 		r.err = fmt.Errorf("%w: the log has no genesis event yet", ErrInvalidDraft)
+		return
+	}
+	// Again here, where a hold set while the request was queued is seen
+	// before the request takes a seq.
+	if r.err = l.held(); r.err != nil {
 		return
 	}
 	drafts := r.drafts

@@ -83,6 +83,10 @@ var errTooDeep = errors.New("nested too deep for the fast path")
 // ErrReadOnly is a write to a mirror's log: it has no key to sign with.
 var ErrReadOnly = errors.New("read-only mirror")
 
+// ErrBehindPublished is a write to a log that holds its writes (Log.Hold):
+// a checkpoint of its own key that its chain does not cover was seen.
+var ErrBehindPublished = errors.New("behind_published")
+
 // errNoModels is a read of a model from a log opened without any.
 var errNoModels = errors.New("the log has no read models (Options.Models)")
 

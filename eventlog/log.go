@@ -106,6 +106,8 @@ type Log struct {
 
 	closeMu sync.RWMutex
 	closed  bool
+	// hold, while set, refuses appends (hold.go).
+	hold atomic.Pointer[Behind]
 
 	// commitMu is held by the committer while it applies a group, and
 	// unsynced counts the groups applied but not yet made the tip (commit.go):
