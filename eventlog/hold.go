@@ -21,17 +21,19 @@ type Behind struct {
 	Reason string
 }
 
-// Error says what the hold means to a client.
-func (b *Behind) Error() string {
+// Message says what the hold means to a client.
+func (b *Behind) Message() string {
 	switch {
 	case b.Fork:
-		return fmt.Sprintf("%s: %s holds a tree of %d events that this chain (%d events) does not extend; the node appends nothing", ErrBehindPublished, b.Seen, b.Size, b.Tip)
+		return fmt.Sprintf("%s holds a tree of %d events that this chain (%d events) does not extend; the node appends nothing", b.Seen, b.Size, b.Tip)
 	case b.Size > b.Tip:
-		return fmt.Sprintf("%s: %s holds a tree of %d events, %d more than this chain's %d; the node appends nothing until it has them", ErrBehindPublished, b.Seen, b.Size, b.Size-b.Tip, b.Tip)
+		return fmt.Sprintf("%s holds a tree of %d events, %d more than this chain's %d; the node appends nothing until it has them", b.Seen, b.Size, b.Size-b.Tip, b.Tip)
 	default:
-		return fmt.Sprintf("%s: %s", ErrBehindPublished, b.Seen)
+		return b.Seen
 	}
 }
+
+func (b *Behind) Error() string { return ErrBehindPublished.Error() + ": " + b.Message() }
 
 // Unwrap makes errors.Is(err, ErrBehindPublished) hold.
 func (b *Behind) Unwrap() error { return ErrBehindPublished }

@@ -66,6 +66,8 @@ const (
 	codeNotWitnessed = "not_witnessed"
 	// A write to a mirror, which serves another node's chain (readonly.go).
 	codeReadOnlyMirror = "read_only_mirror"
+	// A write while the fork guard holds the node's writes (eventlog.Behind).
+	codeBehindPublished = "behind_published"
 	// The registry proxy of a node run without a registry (servicenet.go).
 	codeRegistryNotConfigured = "registry_not_configured"
 	// The MCP transport's own refusals (mcp.go).
@@ -260,6 +262,8 @@ func errorStatus(err error) (status int, body errorBody, internal bool) {
 	case errors.As(err, &ce) && commandStatus[ce.Kind] != 0:
 		status := commandStatus[ce.Kind]
 		return status, errorBody{Error: ce.Message, Code: ce.Code, Field: ce.Field, Details: ce.Details}, ce.Kind == commands.KindFault
+	case errors.Is(err, eventlog.ErrBehindPublished):
+		return http.StatusServiceUnavailable, behindBody(err), false
 	case errors.Is(err, eventlog.ErrReadOnly):
 		return errReadOnlyMirror.Status, errorBody{Error: errReadOnlyMirror.Message, Code: errReadOnlyMirror.Code}, false
 	case errors.Is(err, eventlog.ErrFailed), errors.Is(err, eventlog.ErrClosed):
@@ -278,6 +282,18 @@ func errorStatus(err error) (status int, body errorBody, internal bool) {
 		return http.StatusInternalServerError,
 			errorBody{Error: "internal error", Code: codeInternal}, true
 	}
+}
+
+// behindBody is the answer to a write the fork guard holds: what was seen
+// where, and how far behind it the chain is.
+func behindBody(err error) errorBody {
+	body := errorBody{Error: err.Error(), Code: codeBehindPublished}
+	var b *eventlog.Behind
+	if errors.As(err, &b) {
+		body.Error = b.Message()
+		body.Details = map[string]any{"reason": b.Reason, "seen": b.Seen, "seen_tree_size": b.Size, "tree_size": b.Tip}
+	}
+	return body
 }
 
 // writeError renders err and logs it: server faults at Error with the detail the

@@ -188,6 +188,7 @@ type serverCollector struct {
 	s *Server
 
 	tip, healthy, clients, drops, published *prometheus.Desc
+	held, behind                            *prometheus.Desc
 	budgetUsed, budgetSize, budgetRefused   *prometheus.Desc
 	skipped                                 *prometheus.Desc
 	leafUp, leafSince                       *prometheus.Desc
@@ -202,6 +203,10 @@ func newServerCollector(s *Server) *serverCollector {
 		s:       s,
 		tip:     prometheus.NewDesc("civnode_eventlog_tip_seq", "Seq of the newest durable event.", nil, nil),
 		healthy: prometheus.NewDesc("civnode_eventlog_healthy", "1 while the log accepts writes, 0 once it has failed (GET /v1/health answers 503).", nil, nil),
+		held: prometheus.NewDesc("civnode_eventlog_writes_held",
+			"1 while the fork guard holds the node's writes (503 behind_published): a checkpoint of its own key that its chain does not cover was seen, or a recovered data dir waits for its witnesses.", nil, nil),
+		behind: prometheus.NewDesc("civnode_eventlog_behind_published_events",
+			"Events of the largest checkpoint of the node's own key seen elsewhere that its chain lacks; 0 when it covers them.", nil, nil),
 		clients: prometheus.NewDesc("civnode_stream_clients", "WebSocket clients of GET /v1/stream connected now.", nil, nil),
 		drops: prometheus.NewDesc("civnode_stream_dropped_clients_total",
 			"Stream clients closed for falling behind: their subscription overflowed or one write timed out.", nil, nil),
@@ -239,6 +244,8 @@ func newServerCollector(s *Server) *serverCollector {
 func (c *serverCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.tip
 	ch <- c.healthy
+	ch <- c.held
+	ch <- c.behind
 	for _, d := range c.storeDescs() {
 		ch <- d
 	}
@@ -266,6 +273,13 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 		healthy = 0
 	}
 	ch <- prometheus.MustNewConstMetric(c.healthy, prometheus.GaugeValue, healthy)
+	held, behind := 0.0, 0.0
+	if b := c.s.log.Held(); b != nil {
+		held = 1
+		behind = float64(max(0, b.Size-b.Tip))
+	}
+	ch <- prometheus.MustNewConstMetric(c.held, prometheus.GaugeValue, held)
+	ch <- prometheus.MustNewConstMetric(c.behind, prometheus.GaugeValue, behind)
 	c.collectStore(ch)
 	if b := c.s.budget; b != nil {
 		ch <- prometheus.MustNewConstMetric(c.budgetUsed, prometheus.GaugeValue, float64(b.inUse.Load()))
@@ -346,6 +360,11 @@ func (s *Server) registerServer() {
 	if s.witnesses != nil {
 		if err := s.metrics.reg.Register(newWitnessCollector(s.witnesses)); err != nil {
 			s.logger.Warn("metrics already hold another server's witness collector", logkey.Err, err)
+		}
+	}
+	if s.mirror != nil {
+		if err := s.metrics.reg.Register(newMirrorCollector(s.mirror)); err != nil {
+			s.logger.Warn("metrics already hold another server's mirror collector", logkey.Err, err)
 		}
 	}
 }

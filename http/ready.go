@@ -14,6 +14,10 @@ const (
 	// notReadyStopping: the node is shutting down; it finishes the requests
 	// it has and takes new ones only until the listener closes.
 	notReadyStopping = "shutting_down"
+	// notReadyBehind: the fork guard holds the node's writes
+	// (eventlog.Behind): it has seen a checkpoint of its own key that its
+	// chain does not cover, or, recovered, waits for its witnesses.
+	notReadyBehind = "behind_published"
 )
 
 // readyResponse is the readiness answer.
@@ -38,6 +42,10 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request, _ httproute
 		reason = notReadyLogFailed
 	case s.stopping.Load():
 		reason = notReadyStopping
+	case s.mirrorStopped():
+		reason = notReadyMirrorStopped
+	case s.log.Held() != nil:
+		reason = notReadyBehind
 	}
 	if reason == "" {
 		return writeJSON(w, readyResponse{Ready: true})

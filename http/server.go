@@ -121,6 +121,12 @@ type Options struct {
 	// backup (POST /v1/admin/backup); nil: that path is not served.
 	Snapshot func(context.Context) (Snapshot, error)
 
+	// Mirror, on a mirror (serve --mirror-of), is its follower: GET
+	// /v1/transparency shows how it follows and serves the origin's
+	// witnessed checkpoint it holds, GET /v1/ready answers 503
+	// mirror_stopped once it stopped on evidence (mirror.go).
+	Mirror Mirror
+
 	// Metrics is the registry GET /v1/metrics serves (prometheus.go); the
 	// server adds its HTTP, tip and stream series to it. Give the same one to
 	// the log's OnGroupCommit and the registry client's Observe to have their
@@ -133,6 +139,11 @@ type Options struct {
 	// /v1/witness/add-checkpoint and GET /v1/witness (docs/transparency.md).
 	Witnesses *witness.Submitter
 	Witness   *witness.Witness
+	// ForkGuard, if set, says what the node's fork guard last learnt of
+	// the checkpoints of its own key elsewhere, in GET /v1/transparency's
+	// fork_guard.note (a witness it waited for in vain, say); the hold
+	// itself is the log's (eventlog.Log.Held).
+	ForkGuard func() string
 }
 
 // DefaultPageBytes is the default of Options.PageBytes: 4 MiB bounds the memory
@@ -164,6 +175,7 @@ const (
 type Server struct {
 	log       *eventlog.Log
 	witnesses *witness.Submitter // nil: no witnesses configured
+	forkGuard func() string      // nil: none
 	witness   *witness.Witness   // nil: the node witnesses no log
 	// witnessLimits bounds each client address's add-checkpoint requests
 	// (witness.go), which carry no token.
@@ -189,6 +201,7 @@ type Server struct {
 	servicenet      *commands.Servicenet
 	payments        *commands.PaymentAccounts
 	snapshot        func(context.Context) (Snapshot, error)
+	mirror          Mirror       // nil: not a mirror
 	mcp             http.Handler // POST /mcp (mcp.go)
 	// mcpLimits is the longest a call of each MCP tool may run (mcp_batch.go).
 	mcpLimits      map[string]time.Duration
@@ -328,6 +341,7 @@ func New(opts Options) *Server {
 		catalog:         opts.Catalog,
 		game:            opts.Game,
 		gameState:       opts.GameState,
+		mirror:          opts.Mirror,
 		streams:         newStreamHub(opts.Stream, max(0, opts.StreamsPerToken), logger),
 		authFails:       newKeyedLimiters(authFailRate, authFailBurst, maxLimiterKeys),
 		maxConns:        max(0, opts.MaxConns),
@@ -338,6 +352,7 @@ func New(opts Options) *Server {
 		snapshot:        opts.Snapshot,
 		metrics:         opts.Metrics,
 		witnesses:       opts.Witnesses,
+		forkGuard:       opts.ForkGuard,
 		witness:         opts.Witness,
 		headerTimeout:   readHeaderTimeout,
 		readTimeout:     readTimeout,

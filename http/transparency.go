@@ -54,6 +54,40 @@ type transparencyResponse struct {
 	// submits to, [] when it has none (docs/transparency.md, Witnessing).
 	Witnessed *witness.Witnessed `json:"witnessed"`
 	Witnesses []witnessStatus    `json:"witnesses"`
+	// Mirror is how a mirror follows its source (mirror.go), absent on a
+	// node of its own chain.
+	Mirror *MirrorStatus `json:"mirror,omitempty"`
+	// ForkGuard is whether the node appends (a node's own chain only): a
+	// node that has seen a checkpoint of its own key that its chain does
+	// not cover holds its writes (docs/operations.md, The fork guard).
+	ForkGuard *forkGuardStatus `json:"fork_guard,omitempty"`
+}
+
+type forkGuardStatus struct {
+	Writable bool `json:"writable"`
+	// Reason, Seen and SeenTreeSize say why it does not: behind, forked,
+	// waiting or superseded, where, and the tree size seen there.
+	Reason       string `json:"reason,omitempty"`
+	Seen         string `json:"seen,omitempty"`
+	SeenTreeSize int64  `json:"seen_tree_size,omitempty"`
+	Message      string `json:"message,omitempty"`
+	// Note is what the guard last learnt besides (Options.ForkGuard).
+	Note string `json:"note,omitempty"`
+}
+
+// forkGuardStatus is the fork_guard member, nil on a mirror.
+func (s *Server) forkGuardStatus() *forkGuardStatus {
+	if s.log.ReadOnly() {
+		return nil
+	}
+	st := &forkGuardStatus{Writable: true}
+	if b := s.log.Held(); b != nil {
+		st = &forkGuardStatus{Reason: b.Reason, Seen: b.Seen, SeenTreeSize: b.Size, Message: b.Message()}
+	}
+	if s.forkGuard != nil {
+		st.Note = s.forkGuard()
+	}
+	return st
 }
 
 type witnessStatus struct {
@@ -78,8 +112,12 @@ func (s *Server) witnessStatuses() []witnessStatus {
 	return out
 }
 
-// witnessed is the newest witnessed checkpoint, nil without one.
+// witnessed is the newest witnessed checkpoint, nil without one: on a
+// mirror, the origin's it holds.
 func (s *Server) witnessed() *witness.Witnessed {
+	if s.mirror != nil {
+		return s.mirror.Witnessed()
+	}
 	if s.witnesses == nil {
 		return nil
 	}
@@ -103,7 +141,7 @@ func (s *Server) handleTransparency(w http.ResponseWriter, r *http.Request, _ ht
 	return writeJSON(w, transparencyResponse{
 		Origin: s.log.Origin(), VerifierKey: s.log.VerifierKey(),
 		TreeSize: head.Size, RootHash: b64(head.Root), Checkpoint: string(note),
-		Witnessed: s.witnessed(), Witnesses: s.witnessStatuses(),
+		Witnessed: s.witnessed(), Witnesses: s.witnessStatuses(), Mirror: s.mirrorStatus(), ForkGuard: s.forkGuardStatus(),
 	})
 }
 
@@ -127,6 +165,9 @@ func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request, _ http
 		}
 	case "1":
 		wc := s.witnessed()
+		if wc == nil && s.mirror != nil {
+			return errMirrorNotWitnessed
+		}
 		if wc == nil {
 			return errNotWitnessed(s.witnesses != nil)
 		}
