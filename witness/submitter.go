@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,6 +64,16 @@ type SubmitterOptions struct {
 	// Now is the node's clock, which a cosignature's time must be within
 	// CosignatureWindow of; nil is time.Now.
 	Now func() time.Time
+	// Ceiling, if set, is the largest tree the submitter may submit: the
+	// node submits the checkpoint of min(tree size, Ceiling()), so that
+	// whatever a witness cosigns was published first (the bundles and tiles
+	// a mirror needs to fetch it). 0: nothing yet.
+	Ceiling func() int64
+	// OnAhead, if set, is called when a witness answers that it holds a
+	// tree of the node's key larger than the node's (a 409 naming its
+	// size): the node is behind a checkpoint it signed, and its fork guard
+	// must stop its appends.
+	OnAhead func(witness string, size int64)
 }
 
 // Submitter submits the node's checkpoints to its witnesses and keeps their
@@ -161,7 +172,49 @@ func NewSubmitter(opts SubmitterOptions) (*Submitter, error) {
 		s.witnesses = append(s.witnesses, rs)
 	}
 	s.mergeStored(st.Witnesses)
+	s.holdToQuorum()
 	return s, nil
+}
+
+// holdToQuorum keeps the stored witnessed checkpoint only with a quorum of
+// cosignatures by the witnesses configured now, each verified again: a quorum
+// raised, or a witness dropped, applies at once, and what the checkpoint had
+// waits among the pending ones for the cosignatures it lacks.
+func (s *Submitter) holdToQuorum() {
+	w := s.witnessed
+	if w == nil {
+		return
+	}
+	body, _, ok := strings.Cut(w.Checkpoint, "\n\n")
+	if !ok {
+		s.witnessed = nil
+		return
+	}
+	// The note as the log signed it: the body and its first signature line.
+	rest := w.Checkpoint[len(body)+2:]
+	end := len(rest)
+	if i := strings.IndexByte(rest, '\n'); i >= 0 {
+		end = i + 1
+	}
+	signed := w.Checkpoint[:len(body)+2+end]
+	kept := &Witnessed{TreeSize: w.TreeSize, Checkpoint: signed, Cosigners: []string{}}
+	// In the order the checkpoint has them, which is the order they came.
+	for _, l := range strings.SplitAfter(rest[end:], "\n") {
+		for _, rs := range s.witnesses {
+			line, _, err := findCosignature(rs.remote, []byte(signed), []byte(l))
+			if err != nil || slices.Contains(kept.Cosigners, rs.remote.Name()) {
+				continue
+			}
+			kept.Checkpoint += line
+			kept.Cosigners = append(kept.Cosigners, rs.remote.Name())
+			s.addPending(w.TreeSize, []byte(signed), rs.remote.VerifierKey, line)
+		}
+	}
+	if len(kept.Cosigners) < s.opts.Quorum {
+		s.witnessed = nil
+		return
+	}
+	s.witnessed = kept
 }
 
 // mergeStored adds to the witnessed checkpoint the stored cosignatures of
@@ -282,16 +335,36 @@ func (s *Submitter) runOne(ctx context.Context, rs *remoteState) {
 // needsSubmit: the tree has grown past what the witness cosigned, or it has
 // cosigned nothing yet, or the last attempt failed.
 func (s *Submitter) needsSubmit(rs *remoteState) bool {
-	size := s.opts.Log.TreeSize()
+	size := s.target()
+	if size == 0 {
+		return false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return rs.status.LastError != "" || rs.status.CosignedAt == "" || rs.status.CosignedSize != size
 }
 
+// target is the size of the tree to submit: the log's, below Ceiling.
+func (s *Submitter) target() int64 {
+	size := s.opts.Log.TreeSize()
+	if s.opts.Ceiling != nil {
+		size = min(size, s.opts.Ceiling())
+	}
+	return size
+}
+
+// checkpoint is the checkpoint to submit, of the target's tree.
+func (s *Submitter) checkpoint() (eventlog.TreeHead, []byte, error) {
+	if size := s.target(); size < s.opts.Log.TreeSize() {
+		return s.opts.Log.TreeCheckpointAt(size)
+	}
+	return s.opts.Log.TreeCheckpoint()
+}
+
 // submit sends the newest checkpoint, resending once from the size a 409
 // names, and records the cosignature.
 func (s *Submitter) submit(ctx context.Context, rs *remoteState) (int64, error) {
-	head, signed, err := s.opts.Log.TreeCheckpoint()
+	head, signed, err := s.checkpoint()
 	if err != nil {
 		return 0, s.fail(rs, "error", fmt.Errorf("sign the checkpoint: %w", err))
 	}
@@ -310,6 +383,9 @@ func (s *Submitter) submit(ctx context.Context, rs *remoteState) (int64, error) 
 		if errors.As(err, &conflict) && held > head.Size {
 			// Not kept as the size the witness holds: the next attempt,
 			// after the back-off, asks the witness again.
+			if s.opts.OnAhead != nil && held > s.opts.Log.TreeSize() {
+				s.opts.OnAhead(rs.remote.Name(), held)
+			}
 			return 0, s.fail(rs, "conflict", fmt.Errorf("%w: 409: the witness holds a tree of %d events, larger than this node's %d", ErrHeldSize, held, head.Size))
 		}
 		if errors.As(err, &conflict) && attempt == 0 {
