@@ -16,6 +16,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/witness"
 )
 
 // The problems Mirror reports besides those of Check (ErrForked,
@@ -47,13 +48,23 @@ type MirrorOptions struct {
 
 // Mirrored is what one Mirror did.
 type Mirrored struct {
-	// Result is unchanged, extended, or the problem: forked, rolled_back,
-	// another_key, bad_seal, bad_tiles, bad_event.
+	// Result is unchanged, extended, not_witnessed (the source's tree is not
+	// cosigned by the quorum required yet: no evidence, the follower waits),
+	// or the problem: forked, rolled_back, another_key, bad_seal, bad_tiles,
+	// bad_event.
 	Result   string
 	Old      eventlog.TreeHead // the origin's tree the mirror held before
 	Head     eventlog.TreeHead // the tree of the source's seal
 	Events   uint64            // events stored by this run
 	Evidence string            // the evidence file, on a problem
+	// Witnessed is the origin's newest cosigned checkpoint the source
+	// served, of a tree the mirror holds, for the mirror to serve as the
+	// origin does (keepWitnessed); nil when the source served none this run.
+	Witnessed *witness.Witnessed
+	// Served is the source's checkpoint that MirrorOptions.Witnesses were
+	// asked about, cosigned by a quorum or not: a follower waiting for
+	// cosignatures starts its back-off again once it changes.
+	Served []byte
 }
 
 // A group of events is verified and stored together, one Ingest call and one
@@ -143,14 +154,6 @@ func (m *mirror) run(ctx context.Context) (Mirrored, error) {
 		return m.problem("bad_seal", fmt.Errorf("%w: %w", ErrBadSeal, err), nil)
 	}
 	m.rep.Head = head
-	if len(m.opts.Witnesses) > 0 {
-		if path, served, err := m.checkWitnessed(ctx, head); Transient(err) {
-			return m.rep, err
-		} else if err != nil {
-			m.rep.Result = "not_witnessed"
-			return m.rep, m.writeEvidence(err, nil, path, 0, served)
-		}
-	}
 	old := m.rep.Old
 	tiles := &cachedTiles{ctx: ctx, c: m.c, prefix: m.prefix}
 	hashes := tlog.TileHashReader(tlog.Tree{N: head.Size, Hash: head.Root}, tiles)
@@ -192,17 +195,35 @@ func (m *mirror) run(ctx context.Context) (Mirrored, error) {
 				ErrForked, head.Size, tip), nil)
 		}
 	}
+	// Witnesses are asked about only once the source's tree is known not to
+	// be evidence: a fork or rollback signed by the origin proves itself,
+	// witnessed or not, while a tree not cosigned yet proves nothing and
+	// may be cosigned in a moment.
+	var cosigned []byte
+	if len(m.opts.Witnesses) > 0 {
+		var err error
+		if cosigned, err = m.requireWitnessed(ctx, head); err != nil {
+			return m.rep, err
+		}
+	}
 	if err := m.catchUp(ctx, hashes, tip, head.Size); err != nil {
 		return m.rep, err
 	}
 	if head.Size == old.Size {
 		m.rep.Result = "unchanged"
-		return m.rep, nil
+	} else {
+		// A node catching up its own chain from its published tail
+		// (ReadOnly false) signs its own seals.
+		if m.l.ReadOnly() {
+			if err := m.l.StoreSeal(seal); err != nil {
+				return m.rep, fmt.Errorf("store the origin's seal of %d events: %w", head.Size, err)
+			}
+		}
+		m.rep.Result = "extended"
 	}
-	if err := m.l.StoreSeal(seal); err != nil {
-		return m.rep, fmt.Errorf("store the origin's seal of %d events: %w", head.Size, err)
+	if err := m.keepWitnessed(ctx, cosigned); err != nil {
+		return m.rep, err
 	}
-	m.rep.Result = "extended"
 	return m.rep, nil
 }
 
@@ -577,29 +598,3 @@ func MirrorKey(ctx context.Context, c *Client, api bool, vkey string) (Key, erro
 
 // PublicKey is the key's Ed25519 public key.
 func (k Key) PublicKey() ed25519.PublicKey { return k.pub }
-
-// checkWitnessed requires the source's checkpoint to be the origin's, of the
-// seal's tree, and cosigned by a quorum of the required witnesses. It
-// returns where the checkpoint was read and what was served, for evidence; a
-// failure to fetch it that may pass (Transient) is returned as it is.
-func (m *mirror) checkWitnessed(ctx context.Context, head eventlog.TreeHead) (string, []byte, error) {
-	path := m.prefix + "/" + CheckpointFile
-	if m.opts.API {
-		path = m.prefix + "/checkpoint?witnessed=1"
-	}
-	signed, err := m.c.get(ctx, path)
-	if Transient(err) {
-		return path, nil, err // not an answer either way: the follower asks again
-	}
-	if err != nil {
-		return path, nil, fmt.Errorf("%w: the source serves no witnessed checkpoint of the tree of %d events (%v)", ErrNotWitnessed, head.Size, err)
-	}
-	wh, err := m.k.OpenCheckpoint(signed)
-	if err != nil {
-		return path, signed, fmt.Errorf("%w: the source's checkpoint: %w", ErrNotWitnessed, err)
-	}
-	if wh != head {
-		return path, signed, fmt.Errorf("%w: the source's checkpoint is of a tree of %d events, its seal of %d", ErrNotWitnessed, wh.Size, head.Size)
-	}
-	return path, signed, checkWitnessed(signed, CheckOptions{Witnesses: m.opts.Witnesses, Quorum: m.opts.Quorum, MaxAge: m.opts.MaxAge}, time.Now())
-}

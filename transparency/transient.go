@@ -12,22 +12,24 @@ import (
 	"github.com/civnode/civnode/eventlog"
 )
 
-// Transient reports whether err is a failure of the source that may pass by
-// itself: a connection refused, reset or cut short, a timeout (errStalled
-// included), or an answer 5xx or 429 (the latter once the client's own
-// retries are spent). A follower asks again later (RetryDelay). Anything
-// else is not: a verification failure (a bad signature, a fork, a rollback,
-// a malformed bundle, each with its evidence kept), a refused token or
-// redirect, an answer 404 or one that does not parse.
+// Transient reports whether err is a failure that may pass by itself: a
+// connection refused, reset or cut short, a timeout (errStalled included),
+// an answer 5xx or 429 (the latter once the client's own retries are spent),
+// or a tree not cosigned by the quorum of witnesses required yet
+// (ErrNotWitnessed: a witness lags, or has not been asked yet). A follower
+// asks again later (RetryDelay). Anything else is not: evidence (Evidence),
+// a refused token or redirect, an answer 404 or one that does not parse.
 func Transient(err error) bool {
-	if err == nil {
+	if err == nil || Evidence(err) {
 		return false
 	}
-	for _, problem := range []error{ErrBadEvent, ErrBadSeal, ErrForked, ErrRolledBack, ErrAnotherKey,
-		ErrNotWitnessed, errBadTiles, ErrRedirect, eventlog.ErrBrokenChain, eventlog.ErrTreeSize} {
+	for _, problem := range []error{ErrRedirect, eventlog.ErrBrokenChain, eventlog.ErrTreeSize} {
 		if errors.Is(err, problem) {
 			return false
 		}
+	}
+	if errors.Is(err, ErrNotWitnessed) {
+		return true
 	}
 	var se *statusError
 	if errors.As(err, &se) {
@@ -48,6 +50,20 @@ func Transient(err error) bool {
 	}
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// Evidence reports whether err is a problem with what the source served that
+// Mirror kept evidence of: a fork, a rollback, another key, a seal, tile or
+// event that does not verify. A follower stops following on it, and never
+// retries it: the source's answer will not change by itself, and the
+// evidence is what an operator acts on.
+func Evidence(err error) bool {
+	for _, problem := range []error{ErrBadEvent, ErrBadSeal, ErrForked, ErrRolledBack, ErrAnotherKey, errBadTiles} {
+		if errors.Is(err, problem) {
+			return true
+		}
+	}
+	return false
 }
 
 // MaxRetryDelay caps RetryDelay, unless the follower's interval is longer.

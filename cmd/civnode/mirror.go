@@ -12,6 +12,7 @@ import (
 	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/transparency"
+	"github.com/civnode/civnode/witness"
 )
 
 // mirrorFlags are the flags civnode mirror and serve --mirror-of share: where
@@ -37,6 +38,11 @@ func (c mirrorFlags) source(from string) (localnode.MirrorSource, error) {
 	}
 	if c.Quorum < 1 || len(c.Witnesses) > 0 && c.Quorum > len(c.Witnesses) {
 		return localnode.MirrorSource{}, usageErrorf("the quorum must be from 1 to the number of witnesses (%d)", max(1, len(c.Witnesses)))
+	}
+	for _, vkey := range c.Witnesses {
+		if _, err := witness.NewCosignatureVerifier(vkey); err != nil {
+			return localnode.MirrorSource{}, usageErrorf("--witness %s: %v", vkey, err)
+		}
 	}
 	src := localnode.MirrorSource(c)
 	src.From = from

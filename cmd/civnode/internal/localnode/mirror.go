@@ -1,10 +1,13 @@
 package localnode
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
@@ -14,6 +17,7 @@ import (
 	"github.com/civnode/civnode/internal/logkey"
 	"github.com/civnode/civnode/stream"
 	"github.com/civnode/civnode/transparency"
+	"github.com/civnode/civnode/witness"
 )
 
 // MirrorSource is where a mirror's chain comes from and the key it must be
@@ -81,31 +85,132 @@ func OpenMirrorSource(ctx context.Context, logger *slog.Logger, dir datadir.Dir,
 
 // FollowMirror runs transparency.Mirror once, or every src.Interval until
 // ctx is done or a run fails, reporting each run that stored events (and,
-// with once, the run whatever it did). A follower waits out a failure of the
-// source that may pass (transparency.Transient: a connection refused or
-// reset, a timeout, a 5xx or 429), logging each at warn, and goes on; any
-// other failure, a problem with what the source served above all, ends it,
-// as any failure ends a run with once.
+// with once, the run whatever it did): civnode mirror. A follower waits out
+// a failure that may pass (transparency.Transient: a connection refused or
+// reset, a timeout, a 5xx or 429, a tree not cosigned by the witnesses
+// required yet), logging each at warn, and goes on; any other failure,
+// evidence above all, ends it, as any failure ends a run with once.
 func FollowMirror(ctx context.Context, logger *slog.Logger, c *transparency.Client, l *eventlog.Log, dir datadir.Dir, src MirrorSource, once bool, report func(transparency.Mirrored)) error {
-	opts := transparency.MirrorOptions{URL: c.Base(), API: src.Token != "", Evidence: dir.EvidencePrefix(),
-		Witnesses: src.Witnesses, Quorum: src.Quorum, MaxAge: src.MaxAge}
-	r := retry{logger: logger, via: c.Via(), interval: src.Interval}
+	return NewFollower(logger, c, l, dir, src).Follow(ctx, once, false, report)
+}
+
+// Follower follows a mirror's source into its log, and says how that goes
+// (civhttp.Mirror): the state, how far behind the source the mirror is, the
+// last failure, the evidence it stopped on; and the origin's newest
+// witnessed checkpoint of a tree the mirror holds, kept in the data dir
+// (HeldWitnessedPath) so that a mirror restarted serves it at once.
+type Follower struct {
+	logger *slog.Logger
+	c      *transparency.Client
+	l      *eventlog.Log
+	dir    datadir.Dir
+	src    MirrorSource
+
+	mu         sync.Mutex
+	state      string
+	sourceSize int64
+	failed     int
+	lastErr    string
+	evidence   string
+	witnessed  *witness.Witnessed
+}
+
+// HeldWitnessedName is the file of a mirror's data dir that keeps the
+// origin's newest witnessed checkpoint the mirror holds the tree of.
+const HeldWitnessedName = "mirror-witnessed.json"
+
+// HeldWitnessedPath is the file in dir that keeps the origin's witnessed
+// checkpoint a mirror serves.
+func HeldWitnessedPath(dir datadir.Dir) string { return filepath.Join(string(dir), HeldWitnessedName) }
+
+// witnessRetryCap caps the back-off while the source's tree waits for its
+// cosignatures: a witness cosigns within seconds of the origin's
+// submission (at most once a second), so the wait is short unless the
+// follower's interval is longer.
+const witnessRetryCap = 10 * time.Second
+
+// NewFollower is the follower of c into l, with the witnessed checkpoint
+// the data dir keeps (a file that cannot be read is logged and left to the
+// next one the source serves).
+func NewFollower(logger *slog.Logger, c *transparency.Client, l *eventlog.Log, dir datadir.Dir, src MirrorSource) *Follower {
+	f := &Follower{logger: logger, c: c, l: l, dir: dir, src: src, state: civhttp.MirrorFollowing}
+	w, err := transparency.ReadHeldWitnessed(HeldWitnessedPath(dir))
+	if err != nil {
+		logger.Warn("the mirror's witnessed checkpoint", logkey.Path, HeldWitnessedPath(dir), logkey.Err, err)
+	}
+	if w != nil && w.TreeSize <= l.TreeSize() {
+		f.witnessed = w
+	}
+	return f
+}
+
+// MirrorStatus is how the following goes now.
+func (f *Follower) MirrorStatus() civhttp.MirrorStatus {
+	held := f.l.TreeSize()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := civhttp.MirrorStatus{Source: f.c.Base(), State: f.state, SourceTreeSize: f.sourceSize, TreeSize: held,
+		Behind: max(0, f.sourceSize-held), FailedAttempts: f.failed}
+	if f.lastErr != "" {
+		st.LastError = &f.lastErr
+	}
+	if f.evidence != "" {
+		st.Evidence = &f.evidence
+	}
+	return st
+}
+
+// Witnessed is the origin's newest witnessed checkpoint the mirror holds,
+// nil while there is none.
+func (f *Follower) Witnessed() *witness.Witnessed {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.witnessed == nil {
+		return nil
+	}
+	w := *f.witnessed
+	return &w
+}
+
+// Follow runs transparency.Mirror once, or every src.Interval until ctx is
+// done, reporting each run that stored events (with once, the run whatever
+// it did). A failure that may pass (transparency.Transient) is waited out
+// with back-off, the mirror serving what it holds meanwhile; with
+// retryAll (serve --mirror-of), so is any failure but evidence (a 404 while
+// a directory is set up, a refused token an operator renews). Evidence
+// (transparency.Evidence) ends the following in the state stopped; any
+// failure ends a run with once.
+func (f *Follower) Follow(ctx context.Context, once, retryAll bool, report func(transparency.Mirrored)) error {
+	opts := transparency.MirrorOptions{URL: f.c.Base(), API: f.src.Token != "", Evidence: f.dir.EvidencePrefix(),
+		Witnesses: f.src.Witnesses, Quorum: f.src.Quorum, MaxAge: f.src.MaxAge}
+	r := retry{logger: f.logger, via: f.c.Via(), interval: f.src.Interval}
+	var served []byte
 	for {
-		rep, err := transparency.Mirror(ctx, c, l, opts)
+		rep, err := transparency.Mirror(ctx, f.c, f.l, opts)
 		if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			return nil
 		}
-		if err != nil && !once && transparency.Transient(err) {
-			if r.wait(ctx, err) != nil {
+		f.observe(rep, err)
+		if err != nil && !once && (transparency.Transient(err) || retryAll && !transparency.Evidence(err)) {
+			if !bytes.Equal(rep.Served, served) {
+				r.attempt = 0 // the source serves another checkpoint: a new wait
+			}
+			served = rep.Served
+			wait := r.wait
+			if errors.Is(err, transparency.ErrNotWitnessed) {
+				wait = r.waitCapped(witnessRetryCap)
+			}
+			if wait(ctx, err) != nil {
 				return nil
 			}
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("mirror %s: %w", c.Via(), err)
+			return fmt.Errorf("mirror %s: %w", f.c.Via(), err)
 		}
+		served = nil
 		if r.attempt > 0 {
-			logger.Info("the source answers again", logkey.From, c.Via(), logkey.FailedAttempts, r.attempt)
+			f.logger.Info("the source answers again", logkey.From, f.c.Via(), logkey.FailedAttempts, r.attempt)
 			r.attempt = 0
 		}
 		if once || rep.Events > 0 {
@@ -114,7 +219,7 @@ func FollowMirror(ctx context.Context, logger *slog.Logger, c *transparency.Clie
 		if once {
 			return nil
 		}
-		t := time.NewTimer(max(src.Interval, minInterval))
+		t := time.NewTimer(max(f.src.Interval, minInterval))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -122,6 +227,35 @@ func FollowMirror(ctx context.Context, logger *slog.Logger, c *transparency.Clie
 		case <-t.C:
 		}
 	}
+}
+
+// observe takes what one run did into the status, and keeps a newer
+// witnessed checkpoint it brought.
+func (f *Follower) observe(rep transparency.Mirrored, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if rep.Head.Size > 0 {
+		f.sourceSize = rep.Head.Size
+	}
+	switch {
+	case err == nil:
+		f.state, f.failed, f.lastErr = civhttp.MirrorFollowing, 0, ""
+	case transparency.Evidence(err):
+		f.state, f.lastErr, f.evidence = civhttp.MirrorStopped, err.Error(), rep.Evidence
+		f.failed++
+	default:
+		f.state, f.lastErr = civhttp.MirrorRetrying, err.Error()
+		f.failed++
+	}
+	w := rep.Witnessed
+	if w == nil || f.witnessed != nil && (w.TreeSize < f.witnessed.TreeSize || w.Checkpoint == f.witnessed.Checkpoint) {
+		return
+	}
+	if werr := transparency.WriteHeldWitnessed(HeldWitnessedPath(f.dir), w); werr != nil {
+		// Served all the same; the file is written again with the next one.
+		f.logger.Warn("keep the origin's witnessed checkpoint", logkey.Path, HeldWitnessedPath(f.dir), logkey.Err, werr)
+	}
+	f.witnessed = w
 }
 
 // retry paces a follower's attempts after failures of its source that may
@@ -136,9 +270,20 @@ type retry struct {
 
 // wait logs err and waits for the next attempt (transparency.RetryDelay);
 // it returns ctx's error if ctx is done first.
-func (r *retry) wait(ctx context.Context, err error) error {
+func (r *retry) wait(ctx context.Context, err error) error { return r.waitAtMost(ctx, err, 0) }
+
+// waitCapped is wait with the delay at most limit, or the interval when
+// that is longer.
+func (r *retry) waitCapped(limit time.Duration) func(context.Context, error) error {
+	return func(ctx context.Context, err error) error { return r.waitAtMost(ctx, err, max(limit, r.interval)) }
+}
+
+func (r *retry) waitAtMost(ctx context.Context, err error, limit time.Duration) error {
 	r.attempt++
 	d := transparency.RetryDelay(max(r.interval, minInterval), r.attempt)
+	if limit > 0 {
+		d = min(d, limit)
+	}
 	r.logger.Warn("the source failed; retrying", logkey.From, r.via, logkey.Attempt, r.attempt, logkey.RetryIn, d.Round(time.Millisecond), logkey.Err, err)
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -159,10 +304,11 @@ const minInterval = 100 * time.Millisecond
 // folded from the verified chain as it is stored, and the stream publishes
 // each stored group on the origin's subjects. The mirror's own owner token
 // (control.token) and observer tokens authenticate readers as on a node;
-// every write answers 403 read_only_mirror. A failure of the source that may
-// pass (a connection refused, a 503) is waited out while the node serves
-// what it holds; a problem with the source (a fork, a rollback, an event
-// that does not verify) stops the node, after the evidence is kept.
+// every write answers 403 read_only_mirror. Any failure of the source but
+// evidence (a connection refused, a 503, a tree not cosigned yet) is waited
+// out while the node serves what it holds; evidence (a fork, a rollback, an
+// event that does not verify) stops the following, after it is kept, and
+// the node goes on serving the verified chain, saying so (Follower).
 func (n *Node) openMirror(ctx context.Context) error {
 	cfg, logger, dir, src := n.cfg, n.logger, n.cfg.Dir, *n.cfg.Mirror
 	c, k, err := OpenMirrorSource(ctx, logger, dir, src, false)
@@ -192,12 +338,21 @@ func (n *Node) openMirror(ctx context.Context) error {
 	}
 	n.core = node
 	n.goBackground(func(ctx context.Context) { n.stream.PublishCheckpoints(ctx, node.Log, stream.CheckpointInterval) })
+	f := NewFollower(logger, c, node.Log, dir, src)
+	n.http.Mirror = f
 	n.followed = make(chan error, 1)
 	go func() {
-		err := FollowMirror(n.bg, logger, c, node.Log, dir, src, false, func(rep transparency.Mirrored) {
+		err := f.Follow(n.bg, false, true, func(rep transparency.Mirrored) {
 			logger.Info("mirrored", logkey.Origin, k.Origin, logkey.TreeSize, rep.Head.Size, logkey.Events, rep.Events)
 		})
-		if err != nil {
+		switch {
+		case err != nil && transparency.Evidence(err):
+			// Said once, here; /v1/transparency, /v1/ready and the metrics
+			// go on saying it while the mirror serves what it verified.
+			logger.Error("stopped following the origin on evidence; serving the verified chain read-only",
+				logkey.Origin, k.Origin, logkey.TreeSize, node.Log.TreeSize(), logkey.Err, err)
+			err = nil
+		case err != nil:
 			logger.Error("stopped following the origin", logkey.Err, err)
 			n.stopBg()
 		}

@@ -40,7 +40,8 @@ type Node struct {
 	base context.Context
 	// bg is the work beside the server (recorders, the checkpoint pump, the
 	// follower), stopped by stopBg; each closes its channel in waits once
-	// done. A mirror's follower that gives up stops bg, which stops Serve.
+	// done. A mirror's follower that stops on evidence leaves the node
+	// serving; one that fails otherwise stops bg, which stops Serve.
 	bg       context.Context
 	stopBg   context.CancelFunc
 	waits    []chan struct{}
@@ -109,7 +110,7 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	opts := cfg.HTTP
 	opts.OwnerToken, opts.Catalog, opts.Logger, opts.Stream, opts.Metrics = n.token, cfg.Catalog, logger, n.stream, n.metrics
-	opts.Witness, opts.Witnesses = n.http.Witness, n.http.Witnesses
+	opts.Witness, opts.Witnesses, opts.Mirror = n.http.Witness, n.http.Witnesses, n.http.Mirror
 	// civnode backup of the running node, or mirror (docs/mirrors.md).
 	opts.Snapshot = func(ctx context.Context) (civhttp.Snapshot, error) {
 		snap, err := backup.Take(ctx, chain, string(dir), time.Now())
