@@ -1,6 +1,7 @@
 package http
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -131,10 +132,20 @@ func nonEmpty(v string) *string {
 	return &v
 }
 
+// emptyTreeRoot is the root of the tree of no leaves, RFC 9162's SHA-256 of
+// nothing.
+var emptyTreeRoot = sha256.Sum256(nil)
+
 // handleTransparency answers GET /v1/transparency with the tree head and its
 // signed checkpoint.
 func (s *Server) handleTransparency(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	head, note, err := s.log.TreeCheckpoint()
+	if err != nil && s.mirror != nil && errors.Is(err, eventlog.ErrNotFound) {
+		// A mirror that holds no checkpoint of the origin yet (its source
+		// is down, or its first tree waits for cosignatures) still says how
+		// its following goes: the empty tree, with no checkpoint.
+		head, note, err = eventlog.TreeHead{Root: emptyTreeRoot}, nil, nil
+	}
 	if err != nil {
 		return err
 	}
