@@ -19,13 +19,9 @@ import (
 // when l covers it). A published tree that l's tree disagrees with at that
 // size is an error: another history, which must not go on.
 func Behind(ctx context.Context, l *eventlog.Log, loc string) (size, behind int64, err error) {
-	signed, err := readPublishedCheckpoint(ctx, loc)
+	head, _, err := PublishedHead(ctx, l, loc)
 	if err != nil {
 		return 0, 0, err
-	}
-	head, err := eventlog.OpenCheckpoint(signed, l.NodeDID(), l.PublicKey())
-	if err != nil {
-		return 0, 0, fmt.Errorf("the checkpoint at %s: %w", loc, err)
 	}
 	tip := int64(l.Tip().Seq)
 	if head.Size > tip {
@@ -45,7 +41,7 @@ func Behind(ctx context.Context, l *eventlog.Log, loc string) (size, behind int6
 // or URL.
 func readPublishedCheckpoint(ctx context.Context, loc string) ([]byte, error) {
 	const limit = 64 << 10
-	if !strings.HasPrefix(loc, "http://") && !strings.HasPrefix(loc, "https://") {
+	if !isURL(loc) {
 		f, err := os.Open(filepath.Join(loc, CheckpointFile))
 		if err != nil {
 			return nil, err

@@ -39,7 +39,7 @@ func newImportCommand(m *Main, g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&c.dataDir, "data-dir", "", targetDataDirHelp)
 	cmd.Flags().StringVar(&c.keyFile, "key", "", "the node key (PKCS#8 PEM, a node.key) of the node that signed the bundle")
-	cmd.Flags().StringVar(&c.published, "published", "", behindHelp)
+	cmd.Flags().StringVar(&c.published, "published", "", publishedHelp)
 	return cmd
 }
 
@@ -84,5 +84,8 @@ func (c *importCmd) run(ctx context.Context, src string) (err error) {
 		return m.invalid(err)
 	}
 	fmt.Fprintf(m.Stdout, "imported %d events into %s\nnode      %s\ntip       seq %d, %s\n", rep.EventCount, dir, rep.NodeDID, rep.EventCount, rep.TipHash)
-	return reportBehind(ctx, m.Stdout, m.Stderr, n.Log, c.published)
+	if err := catchUpPublished(ctx, m.Stdout, m.Stderr, n.Log, dir, c.published); err != nil {
+		return err
+	}
+	return markRecovered(dir, datadir.RecoveredByImport)
 }

@@ -13,11 +13,10 @@ import (
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/eventlog"
-	"github.com/civnode/civnode/transparency"
 )
 
-// behindHelp is the help of --published, which restore and import share.
-const behindHelp = "a directory or URL where the node's checkpoint was published (transparency publish --dir), to report how far behind it the restored chain is"
+// publishedHelp is the help of --published, which restore and import share.
+const publishedHelp = "a directory or URL where the node's chain was published (transparency publish --dir, serve --publish-dir): the new data dir is caught up to its newest tree, every event verified, or the command exits 1"
 
 // restoreCmd is civnode restore: a data dir from a backup, verified.
 type restoreCmd struct {
@@ -41,7 +40,7 @@ func newRestoreCommand(m *Main, g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&c.dataDir, "data-dir", "", targetDataDirHelp)
-	cmd.Flags().StringVar(&c.published, "published", "", behindHelp)
+	cmd.Flags().StringVar(&c.published, "published", "", publishedHelp)
 	return cmd
 }
 
@@ -84,28 +83,43 @@ func (c *restoreCmd) run(ctx context.Context, src string) (err error) {
 			diff.Missing, diff.Extra, diff.Changed)
 	}
 	fmt.Fprintf(m.Stdout, "restored %s into %s\n%s%s\ntip       seq %d, %s\n", src, dir, chainLabel(dir), man.NodeDID, man.TipSeq, man.TipID)
-	return reportBehind(ctx, m.Stdout, m.Stderr, n.Log, c.published)
-}
-
-// reportBehind prints how far behind the checkpoint published at loc, when
-// given, the chain is (transparency.Behind), with a warning when observers
-// saw events it lacks; a chain that contradicts the checkpoint is an error.
-func reportBehind(ctx context.Context, stdout, stderr io.Writer, chain *eventlog.Log, loc string) error {
-	if loc == "" {
-		fmt.Fprintln(stdout, "published not compared (give --published to learn whether observers saw later events)")
-		return nil
-	}
-	size, behind, err := transparency.Behind(ctx, chain, loc)
-	if err != nil {
+	if err := catchUpPublished(ctx, m.Stdout, m.Stderr, n.Log, dir, c.published); err != nil {
 		return err
 	}
-	if behind > 0 {
-		fmt.Fprintf(stdout, "published checkpoint at size %d: this chain is %d events behind it\n", size, behind)
-		fmt.Fprintf(stderr, "warning: observers have seen %d events this data dir lacks. A node started on it would append other events at those seqs: a fork of the history they saw. "+
-			"Import a newer export bundle (civnode import) instead, or recover the tail before it appends (docs/operations.md)\n", behind)
+	return markRecovered(dir, datadir.RecoveredByRestore)
+}
+
+// catchUpPublished brings a restored or imported chain up to the newest
+// tree published at loc (localnode.CatchUp), and says what it did; a
+// published tree the chain does not extend, or a tail that names another
+// instance promoted in the node's place, is an error. Without loc it warns
+// that the node cannot know what it lacks until it checks at start.
+func catchUpPublished(ctx context.Context, stdout, stderr io.Writer, chain *eventlog.Log, dir datadir.Dir, loc string) error {
+	if loc == "" {
+		fmt.Fprintln(stdout, "published not compared: the node checks at start against serve --published and --witness")
+		fmt.Fprintln(stderr, "warning: this chain was not compared with where it was published. A node started on it with neither --published nor --witness cannot know whether observers saw later events, and its first write would fork the history they saw (docs/operations.md)")
 		return nil
 	}
-	fmt.Fprintf(stdout, "published checkpoint at size %d: covered by this chain\n", size)
+	rep, err := localnode.CatchUp(ctx, chain, dir, loc)
+	if err != nil {
+		return fmt.Errorf("catch up from %s: %w", loc, err)
+	}
+	if rep.SupersededBy != "" {
+		return fmt.Errorf("catch up from %s: the published chain names another instance (%s) promoted in this node's place; this data dir is of the old node, which must never write again: restore the new node's backup, or follow it with a mirror (docs/operations.md)", loc, rep.SupersededBy)
+	}
+	if rep.Events > 0 {
+		fmt.Fprintf(stdout, "caught up %d events from %s: tip seq %d, the published tree of %d events\n", rep.Events, loc, chain.Tip().Seq, rep.Published.Size)
+		return nil
+	}
+	fmt.Fprintf(stdout, "published checkpoint at size %d: covered by this chain\n", rep.Published.Size)
+	return nil
+}
+
+// markRecovered leaves the mark a node with witnesses waits on.
+func markRecovered(dir datadir.Dir, how string) error {
+	if err := dir.MarkRecovered(how); err != nil {
+		return fmt.Errorf("mark the data dir as made by %s: %w", how, err)
+	}
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -53,6 +54,12 @@ type serveConfig struct {
 	witnesses     []string
 	witnessQuorum int
 	witnessFor    []string
+	// published are where the node's chain is published (directories or
+	// URLs): the fork guard compares the chain with them and catches up
+	// from them; witnessStartWait bounds the guard's wait for the
+	// witnesses at a start that was not a recovery (docs/operations.md).
+	published        []string
+	witnessStartWait time.Duration
 	// mirrorOf, when set, serves a mirror of the node published there
 	// (mirror_serve.go), verified as mirror verifies it.
 	mirrorOf string
@@ -106,6 +113,8 @@ func newServeCommand(m *Main, g *globals) *cobra.Command {
 	f.StringArrayVar(&cfg.witnesses, "witness", nil, "submit each new checkpoint to the witness `VKEY@URL` (its cosignature/v1 verifier key and base URL; repeatable; docs/transparency.md)")
 	f.IntVar(&cfg.witnessQuorum, "witness-quorum", 1, "cosignatures of --witness witnesses that make a checkpoint witnessed")
 	f.StringArrayVar(&cfg.witnessFor, "witness-for", nil, "witness the log with the note verifier key `VKEY` at POST /v1/witness/add-checkpoint (repeatable)")
+	f.StringArrayVar(&cfg.published, "published", nil, "a `DIR|URL` where the node's chain is published (transparency publish, serve --publish-dir): the node appends nothing while it is behind it, and catches up from it (repeatable; docs/operations.md)")
+	f.DurationVar(&cfg.witnessStartWait, "witness-start-wait", localnode.DefaultWitnessStartWait, "how long a start waits for the --witness witnesses to say the chain is not behind them before it appends anyway (a restored, imported or promoted data dir waits for a quorum however long)")
 	f.StringVar(&cfg.mirrorOf, "mirror-of", "", "follow the node published at `URL` and serve it read-only (see civnode mirror; docs/mirrors.md)")
 	cfg.mirror.add(cmd, "mirror-")
 	return cmd
@@ -130,6 +139,8 @@ func (cfg serveConfig) check() error {
 		return usageErrorf("--response-budget must be at least --page-bytes (%d), or 0 for the default", cfg.pageBytes)
 	case cfg.maxConnsPerAddr < 0:
 		return usageErrorf("--max-conns-per-addr must be 0 or more (0: no cap)")
+	case cfg.witnessStartWait <= 0:
+		return usageErrorf("--witness-start-wait must be more than 0")
 	case cfg.modelCache < 1<<20:
 		return usageErrorf("--model-cache must be at least 1 MiB (1048576)")
 	case cfg.witnessQuorum < 1 || len(cfg.witnesses) > 0 && cfg.witnessQuorum > len(cfg.witnesses):
@@ -208,7 +219,8 @@ func (c *serveCmd) run(ctx context.Context) error {
 		NATS: stream.Options{Listen: cfg.natsListen, LeafURL: cfg.natsLeaf,
 			MaxConns: natsLimit(cfg.natsMaxConns), MaxSubs: natsLimit(cfg.natsMaxSubs), MaxPending: cfg.natsMaxPending},
 		Version: build.Version, Commit: build.Commit, GoVersion: build.GoVersion,
-		Witnessing:   localnode.Witnessing{Witnesses: cfg.witnesses, Quorum: cfg.witnessQuorum, For: cfg.witnessFor},
+		Witnessing:   localnode.Witnessing{Witnesses: cfg.witnesses, Quorum: cfg.witnessQuorum, For: cfg.witnessFor, StartWait: cfg.witnessStartWait},
+		Published:    cfg.published,
 		Settings:     []any{"rate_limit", cfg.rateLimit, "max_conns", cfg.maxConns, "max_conns_per_addr", cfg.maxConnsPerAddr},
 		Logger:       logger,
 		TreeBuildBar: c.m.treeBuildBar(),

@@ -107,6 +107,7 @@ const (
 	TreeSize            = "tree_size"
 	Type                = "type"
 	URL                 = "url"
+	Unreached           = "unreached"
 	Value               = "value"
 	Variable            = "variable"
 	VerifierKey         = "verifier_key"

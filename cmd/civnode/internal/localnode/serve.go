@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/core"
@@ -15,6 +16,7 @@ import (
 	civhttp "github.com/civnode/civnode/http"
 	"github.com/civnode/civnode/internal/logkey"
 	"github.com/civnode/civnode/stream"
+	"github.com/civnode/civnode/witness"
 )
 
 // Config is the node that OpenNode opens and Run runs: serve's settings,
@@ -43,6 +45,9 @@ type Config struct {
 	Version, Commit, GoVersion string
 	// Witnessing is who cosigns the node's checkpoints and whose it cosigns.
 	Witnessing Witnessing
+	// Published are the directories and URLs the node's chain is published
+	// at (serve --published): the fork guard's sources.
+	Published []string
 	// Settings are logged with the "serving" line: the limits as given.
 	Settings []any
 
@@ -105,10 +110,45 @@ func (n *Node) openOwn(ctx context.Context) error {
 	chain := c.Log
 	n.goBackground(func(ctx context.Context) { peers.record(ctx, commands.NewPeers(chain)) })
 	n.goBackground(func(ctx context.Context) { n.stream.PublishCheckpoints(ctx, chain, stream.CheckpointInterval) })
+	guard, err := n.openForkGuard(ctx, chain)
+	if err != nil {
+		return err
+	}
 	witnessed := make(chan struct{})
 	n.waits = append(n.waits, witnessed)
-	n.http.Witness, n.http.Witnesses, err = startWitnessing(n.bg, cfg.Witnessing, dir, key, chain, n.stream, logger, witnessed)
+	n.http.Witness, n.http.Witnesses, err = startWitnessing(n.bg, cfg.Witnessing, dir, key, chain, n.stream, logger, guard.Ahead, witnessed)
 	return err
+}
+
+// openForkGuard holds the chain's writes, checks it against every
+// checkpoint of its key the node can know of (catching up from a published
+// source where one holds the tail), and goes on watching beside the server
+// (forkGuard). The first check runs here, so a node with nothing to wait for
+// listens writable.
+func (n *Node) openForkGuard(ctx context.Context, chain *eventlog.Log) (*forkGuard, error) {
+	cfg, dir := n.cfg, n.cfg.Dir
+	recovered, err := dir.Recovered()
+	if err != nil {
+		return nil, err
+	}
+	instance, err := dir.InstanceID()
+	if err != nil {
+		return nil, err
+	}
+	remotes := make([]witness.Remote, len(cfg.Witnessing.Witnesses))
+	for i, w := range cfg.Witnessing.Witnesses {
+		if remotes[i], err = witness.ParseRemote(w); err != nil { // checked by serve
+			return nil, err
+		}
+	}
+	g := newForkGuard(&forkGuard{chain: chain, dir: dir, logger: n.logger.With(logkey.Component, "fork_guard"),
+		published: cfg.Published, witnesses: remotes, quorum: cfg.Witnessing.Quorum, recovered: recovered,
+		startWait: cfg.Witnessing.StartWait, instance: instance})
+	n.http.ForkGuard = g.Note
+	start := time.Now()
+	settled := g.checkOnce(ctx, 0)
+	n.goBackground(func(ctx context.Context) { g.run(ctx, start, settled) })
+	return g, nil
 }
 
 // logNATS says whether the node opened a NATS port, and where its leaf link

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"log/slog"
+	"time"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/eventlog"
@@ -20,6 +21,9 @@ type Witnessing struct {
 	Witnesses []string
 	Quorum    int
 	For       []string
+	// StartWait bounds the fork guard's wait for the witnesses at a start
+	// that was not a recovery; 0 is DefaultWitnessStartWait.
+	StartWait time.Duration
 }
 
 // startWitnessing makes the node's witness (always: GET /v1/witness serves its
@@ -27,7 +31,7 @@ type Witnessing struct {
 // --witness, starts submitting checkpoints to the witnesses until ctx is done;
 // done is closed once the submitter has stopped (at once without one).
 func startWitnessing(ctx context.Context, cfg Witnessing, dir datadir.Dir, key ed25519.PrivateKey, chain *eventlog.Log,
-	st *stream.Server, logger *slog.Logger, done chan struct{}) (*witness.Witness, *witness.Submitter, error) {
+	st *stream.Server, logger *slog.Logger, ahead func(witness string, size int64), done chan struct{}) (*witness.Witness, *witness.Submitter, error) {
 	wkey, err := witness.DeriveKey(key)
 	if err != nil {
 		close(done)
@@ -55,7 +59,7 @@ func startWitnessing(ctx context.Context, cfg Witnessing, dir datadir.Dir, key e
 	wlog := logger.With(logkey.Component, "witness")
 	sub, err := witness.NewSubmitter(witness.SubmitterOptions{
 		Log: chain, Witnesses: remotes, Quorum: cfg.Quorum, StatePath: dir.CosignaturesPath(),
-		Interval: stream.CheckpointInterval, Logger: wlog,
+		Interval: stream.CheckpointInterval, Logger: wlog, OnAhead: ahead,
 		OnWitnessed: func(size int64, note []byte) {
 			st.PublishWitnessed(size, note)
 			wlog.Info("witnessed checkpoint", logkey.TreeSize, size)
