@@ -98,11 +98,20 @@
 // problem in [Mirrored].Result and its error. A failure to reach the source
 // is returned as it is, without evidence.
 //
+// With MirrorOptions.Witnesses, a tree not cosigned by the quorum yet is
+// ErrNotWitnessed, without evidence: it proves nothing against the origin,
+// and is asked about only once the seal passed the rollback and fork checks.
+// After a run the source's cosigned checkpoint of a tree the mirror holds is
+// in [Mirrored].Witnessed, for the mirror to serve as the origin does
+// ([WriteHeldWitnessed] keeps it); without Witnesses its cosignatures are
+// carried unchecked, the origin's signature and root always checked.
+//
 // A follower (civnode mirror, serve --mirror-of;
 // cmd/civnode/internal/localnode) runs Mirror again every interval. [Transient] tells the
 // failures a follower waits out (a connection refused or reset, a timeout, a
-// 5xx or 429) from those that stop it, a problem with what was served above
-// all, and [RetryDelay] paces the attempts after one, with jitter, at most
+// 5xx or 429, a tree not cosigned yet) from those that stop it; [Evidence]
+// tells the problems with what was served, on which a follower stops
+// following; and [RetryDelay] paces the attempts after one, with jitter, at most
 // [MaxRetryDelay] (or the interval when that is longer).
 //
 // # Bundles

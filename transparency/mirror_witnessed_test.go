@@ -61,6 +61,20 @@ func TestMirrorWaitsForCosignatures(t *testing.T) {
 	if rep, err = Mirror(ctx, c, m, opts); err != nil || rep.Result != "unchanged" || rep.Witnessed == nil {
 		t.Fatalf("unchanged: %+v %v", rep, err)
 	}
+
+	// Kept, it is served again by a mirror that requires that witness, and
+	// not by one that requires another, or two.
+	_, other, _ := ed25519.GenerateKey(nil)
+	_, ovkey := cosign(t, origin, other)
+	if got := HeldFor(rep.Witnessed, []string{wvkey}, 1, 0); got == nil || got.Checkpoint != string(w) {
+		t.Fatalf("HeldFor the witness that cosigned: %+v", got)
+	}
+	if got := HeldFor(rep.Witnessed, []string{ovkey}, 1, 0); got != nil {
+		t.Fatalf("HeldFor another witness: %+v", got)
+	}
+	if got := HeldFor(rep.Witnessed, []string{wvkey, ovkey}, 2, 0); got != nil {
+		t.Fatalf("HeldFor a quorum of two: %+v", got)
+	}
 }
 
 // TestMirrorCarriesCosignatures: a mirror that requires no witness carries

@@ -254,3 +254,18 @@ func WriteHeldWitnessed(path string, w *witness.Witnessed) error {
 	}
 	return atomicfile.SyncDir(filepath.Dir(path))
 }
+
+// HeldFor is w as a mirror that requires the witnesses vkeys, quorum of
+// them, may serve it: with only their names as cosigners, or nil when fewer
+// than quorum of them cosigned it within maxAge. A mirror restarted with
+// other witnesses or a larger quorum serves its kept checkpoint only if it
+// passes them, as a changed quorum applies at once.
+func HeldFor(w *witness.Witnessed, vkeys []string, quorum int, maxAge time.Duration) *witness.Witnessed {
+	if w == nil || len(vkeys) == 0 {
+		return w
+	}
+	if checkWitnessed([]byte(w.Checkpoint), CheckOptions{Witnesses: vkeys, Quorum: quorum, MaxAge: maxAge}, time.Now()) != nil {
+		return nil
+	}
+	return &witness.Witnessed{TreeSize: w.TreeSize, Checkpoint: w.Checkpoint, Cosigners: requiredCosigners([]byte(w.Checkpoint), vkeys)}
+}

@@ -28,7 +28,11 @@
 // It follows another node's chain (civnode mirror, and a mirror served):
 // OpenMirrorSource pins the origin's key and makes the client of the
 // source; FollowMirror stores what the source serves, once or as a
-// follower that waits out failures that may pass.
+// follower that waits out failures that may pass. A Follower does the same
+// for serve --mirror-of and says how it goes (http.Mirror): it waits out
+// every failure but evidence, on which it stops following while the node
+// serves on, and keeps the origin's witnessed checkpoint for the node to
+// serve (HeldWitnessedPath).
 //
 // It serves the oracle socket of a running node (Oracle, acting as Owner)
 // and reaches it from the CLI: OpenOracle, the running node's socket or

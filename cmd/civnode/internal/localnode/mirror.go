@@ -139,7 +139,7 @@ func NewFollower(logger *slog.Logger, c *transparency.Client, l *eventlog.Log, d
 		logger.Warn("the mirror's witnessed checkpoint", logkey.Path, HeldWitnessedPath(dir), logkey.Err, err)
 	}
 	if w != nil && w.TreeSize <= l.TreeSize() {
-		f.witnessed = w
+		f.witnessed = transparency.HeldFor(w, src.Witnesses, src.Quorum, src.MaxAge)
 	}
 	return f
 }
