@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -72,7 +73,8 @@ func lagging(t *testing.T, to string, max time.Duration) *httptest.Server {
 // behind it is and why, and serves what it holds; once the origin's newest
 // tree is cosigned and published, the mirror holds it, serves the origin's
 // cosignatures as witnessed and on ?witnessed=1, and civnode transparency
-// check --witness passes against the mirror.
+// check --witness passes against the mirror. civnode mirror, following
+// beside it, waits and catches up the same way.
 func TestServeMirrorWaitsForWitnesses(t *testing.T) {
 	root := t.TempDir()
 	w := startNode(t, root+"/witness")
@@ -95,6 +97,21 @@ func TestServeMirrorWaitsForWitnesses(t *testing.T) {
 		"--mirror-witness", wkey, "--verifier-key", vkey)
 	exited := p.waited
 	log := p.stderr.String
+	// civnode mirror, following, waits as well.
+	cliOut, cliErr := &syncBuffer{}, &syncBuffer{}
+	cli := exec.Command(civnodeBin, "mirror", "--from", static.URL, "--data-dir", filepath.Join(root, "cli"),
+		"--interval", "100ms", "--witness", wkey, "--verifier-key", vkey)
+	cli.Stdout, cli.Stderr = cliOut, cliErr
+	if err := cli.Start(); err != nil {
+		t.Fatal(err)
+	}
+	cliExited := make(chan struct{})
+	go func() { cli.Wait(); close(cliExited) }()
+	t.Cleanup(func() {
+		cli.Process.Kill()
+		<-cliExited
+	})
+	cliLog := func() string { return "stdout:\n" + cliOut.String() + "stderr:\n" + cliErr.String() }
 
 	for i := range 50 {
 		s.publish(fmt.Sprintf("Survey %d", i))
@@ -102,9 +119,12 @@ func TestServeMirrorWaitsForWitnesses(t *testing.T) {
 		select {
 		case <-exited:
 			t.Fatalf("the mirror exited after publish %d\n%s", i+1, log())
+		case <-cliExited:
+			t.Fatalf("civnode mirror exited after publish %d\n%s", i+1, cliLog())
 		default:
 		}
 	}
+	waitRetries(t, cliErr.String, cliExited, 0, 1, "not witnessed")
 	published := summaryOf(t, a.url, a.token).TreeSize
 	var v mirrorView
 	waitRunning(t, "the mirror saying it waits for cosignatures", exited, log, func() bool {
@@ -131,6 +151,9 @@ func TestServeMirrorWaitsForWitnesses(t *testing.T) {
 		v = viewOf(t, p)
 		return v.TreeSize == witnessed.TreeSize && v.Witnessed != nil && v.Witnessed.TreeSize == witnessed.TreeSize &&
 			v.Mirror.State == "following" && v.Mirror.Behind == 0
+	})
+	waitRunning(t, "civnode mirror at the newest witnessed tree", cliExited, cliLog, func() bool {
+		return strings.Contains(cliOut.String(), fmt.Sprintf("tree size %d,", witnessed.TreeSize))
 	})
 	if !strings.Contains(v.Witnessed.Checkpoint, "— civnode-witness/") || len(v.Witnessed.Cosigners) != 1 {
 		t.Fatalf("the mirror's witnessed checkpoint: %+v", v.Witnessed)
