@@ -181,7 +181,8 @@ func TestBackupCarriesTheWitnessState(t *testing.T) {
 // prefix. A witness that cosigned branch A refuses branch B (409 from 0, 422
 // with a proof from A's size, since B does not extend A), a node serving B
 // with that witness never gets a witnessed checkpoint, and an observer that
-// requires the witness accepts A and rejects B.
+// requires the witness accepts A and rejects B. B started with the witness
+// while it is behind A's witnessed tree appends nothing.
 func TestSplitViewRefused(t *testing.T) {
 	root := t.TempDir()
 	dirA := filepath.Join(root, "a")
@@ -199,9 +200,20 @@ func TestSplitViewRefused(t *testing.T) {
 	appendMission(t, a, "branch A")
 	sa := waitWitnessed(t, a.url, a.token)
 
+	// B, the common prefix, started with the witness that holds A's larger
+	// tree, appends nothing: its fork guard heard the witness's size.
 	b := startNodeArgs(t, dirB, "--witness", witnessArg)
+	status, body, err := postStatus(httpClient, b.url+"/v1/core/missions", b.token, []byte(`{"title":"branch B","description":"d","publisher":"ada","publisher_kind":"agent","domain":"survey","subnet_id":"genesis","reward":{"agent_credit":1,"reputation":0,"capacity":0,"treasury_share_credit":0},"payload":{}}`))
+	if err != nil || status != http.StatusServiceUnavailable || !strings.Contains(string(body), `"seen_tree_size":`+strconv.FormatInt(sa.TreeSize, 10)) {
+		t.Fatalf("B behind the witness's tree appended: %d %s %v", status, body, err)
+	}
+	b.stop(t)
+	// Started without it, B cannot know, and forks.
+	b = startNode(t, dirB)
 	appendMission(t, b, "branch B")
 	appendMission(t, b, "branch B, again")
+	b.stop(t)
+	b = startNodeArgs(t, dirB, "--witness", witnessArg)
 	sb := summaryOf(t, b.url, b.token)
 	if sb.TreeSize <= sa.TreeSize {
 		t.Fatalf("branch B has %d events, A %d: B must be the larger tree", sb.TreeSize, sa.TreeSize)

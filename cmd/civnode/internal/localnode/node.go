@@ -110,7 +110,7 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	opts := cfg.HTTP
 	opts.OwnerToken, opts.Catalog, opts.Logger, opts.Stream, opts.Metrics = n.token, cfg.Catalog, logger, n.stream, n.metrics
-	opts.Witness, opts.Witnesses, opts.Mirror = n.http.Witness, n.http.Witnesses, n.http.Mirror
+	opts.Witness, opts.Witnesses, opts.Mirror, opts.ForkGuard = n.http.Witness, n.http.Witnesses, n.http.Mirror, n.http.ForkGuard
 	// civnode backup of the running node, or mirror (docs/mirrors.md).
 	opts.Snapshot = func(ctx context.Context) (civhttp.Snapshot, error) {
 		snap, err := backup.Take(ctx, chain, string(dir), time.Now())

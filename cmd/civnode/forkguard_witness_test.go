@@ -1,0 +1,88 @@
+package main
+
+import (
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// witnessedBackup is a node whose backup is behind the tree its witness
+// cosigned.
+type witnessedBackup struct {
+	root, orig, backup string
+	w                  *node
+	wdir, witnessArg   string
+	cosigned           int64
+}
+
+func newWitnessedBackup(t *testing.T) witnessedBackup {
+	t.Helper()
+	root := t.TempDir()
+	g := witnessedBackup{root: root, orig: filepath.Join(root, "a"), backup: filepath.Join(root, "backup"), wdir: filepath.Join(root, "witness")}
+	w := startNode(t, g.wdir)
+	wkey := verifierKeyOfWitness(t, w)
+	w.stop(t)
+	a := startNode(t, g.orig)
+	postOK(t, a.url, a.token, "/v1/civilization/bootstrap-identity", `{"display_name":"Ada Lovelace","public_id":"ada"}`)
+	vkey := summaryOf(t, a.url, a.token).VerifierKey
+	a.stop(t)
+	if r := runCLI(t, nil, "backup", g.backup, "--data-dir", g.orig); r.code != 0 {
+		t.Fatalf("backup: %s", r.stderr)
+	}
+	g.w = startNodeArgs(t, g.wdir, "--witness-for", vkey)
+	g.witnessArg = wkey + "@" + g.w.url + "/v1/witness"
+	a = startNodeArgs(t, g.orig, "--witness", g.witnessArg)
+	appendMission(t, a, "after the backup")
+	g.cosigned = waitWitnessed(t, a.url, a.token).TreeSize
+	a.stop(t)
+	return g
+}
+
+// writeStatus posts a mission and returns the status and body.
+func writeStatus(t *testing.T, n *node) (int, string) {
+	t.Helper()
+	status, body, err := postStatus(httpClient, n.url+"/v1/core/missions", n.token, []byte(guardMission))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return status, string(body)
+}
+
+// A data dir made by restore, behind what its witness cosigned, appends
+// nothing while the witness says so; while the witness cannot be reached it
+// waits, however long, read-only. A node that was not restored waits for
+// an unreachable witness only --witness-start-wait, then appends and says
+// so.
+func TestRecoveredWaitsForItsWitnesses(t *testing.T) {
+	g := newWitnessedBackup(t)
+
+	restored := filepath.Join(g.root, "restored")
+	if r := runCLI(t, nil, "restore", g.backup, "--data-dir", restored); r.code != 0 {
+		t.Fatalf("restore: %s", r.stderr)
+	}
+	n := startNodeArgs(t, restored, "--witness", g.witnessArg)
+	if status, body := writeStatus(t, n); status != http.StatusServiceUnavailable || !strings.Contains(body, `"reason":"behind"`) || !strings.Contains(body, "witness ") {
+		t.Fatalf("a restored node behind its witness: %d %s", status, body)
+	}
+	n.stop(t)
+
+	g.w.stop(t) // the witness is down from here on
+	n = startNodeArgs(t, restored, "--witness", g.witnessArg, "--witness-start-wait", "200ms")
+	time.Sleep(time.Second)
+	if status, body := writeStatus(t, n); status != http.StatusServiceUnavailable || !strings.Contains(body, `"reason":"waiting"`) {
+		t.Fatalf("a restored node whose witness is down, past --witness-start-wait: %d %s", status, body)
+	}
+	n.stop(t)
+
+	// The original node, not restored, with its witness down.
+	a := startNodeArgs(t, g.orig, "--witness", g.witnessArg, "--witness-start-wait", "500ms")
+	waitFor(t, "the node appends once --witness-start-wait is over", func() (bool, string) {
+		status, body := writeStatus(t, a)
+		return status == http.StatusOK, body
+	})
+	if fg := transparencyGuard(t, a); fg["writable"] != true || !strings.Contains(fg["note"].(string), "without word from") {
+		t.Errorf("fork_guard after the wait: %v", fg)
+	}
+}
