@@ -37,6 +37,8 @@ var types = []Type{
 	{Name: TypeGameStarterMissionsInstalled, About: "the catalog's starter missions published, once per node", Civilization: true},
 	{Name: TypeGameMissionPackInstalled, About: "a mission pack's missions published, once per pack", Civilization: true},
 
+	{Name: TypeNodePromoted, About: "a standby took over the chain with the origin's key: the new instance's id and the tree size it took over at"},
+
 	{Name: TypePeerConnected, About: "a link of the embedded NATS server to another NATS server came up"},
 	{Name: TypePeerDisconnected, About: "a link of the embedded NATS server to another NATS server went down"},
 

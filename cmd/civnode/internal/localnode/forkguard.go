@@ -54,8 +54,10 @@ type forkGuard struct {
 	startWait time.Duration
 	instance  string
 	client    *http.Client
-	// writable is called once, when the guard first lets the log append.
-	writable func(ctx context.Context)
+	// writable is called once, when the guard first lets the log append
+	// (recordPromoted). An error holds the log again and keeps the recovered
+	// mark: the node appends nothing until writable has run.
+	writable func(ctx context.Context) error
 
 	mu      sync.Mutex
 	note    string
@@ -339,7 +341,13 @@ func (g *forkGuard) release(ctx context.Context) {
 	}
 	// writable first: it reads the mark (a promoted node's node.promoted).
 	if g.writable != nil {
-		g.writable(ctx)
+		if err := g.writable(ctx); err != nil {
+			g.mu.Lock()
+			g.opened = false
+			g.mu.Unlock()
+			g.hold(eventlog.Behind{Reason: heldWaiting, Tip: g.chain.TreeSize(), Seen: "the node's first write failed: " + err.Error()})
+			return
+		}
 	}
 	if g.recovered != "" {
 		if err := g.dir.ClearRecovered(); err != nil {

@@ -143,7 +143,8 @@ func (n *Node) openForkGuard(ctx context.Context, chain *eventlog.Log) (*forkGua
 	}
 	g := newForkGuard(&forkGuard{chain: chain, dir: dir, logger: n.logger.With(logkey.Component, "fork_guard"),
 		published: cfg.Published, witnesses: remotes, quorum: cfg.Witnessing.Quorum, recovered: recovered,
-		startWait: cfg.Witnessing.StartWait, instance: instance})
+		startWait: cfg.Witnessing.StartWait, instance: instance,
+		writable: func(ctx context.Context) error { return recordPromoted(ctx, chain, dir) }})
 	n.http.ForkGuard = g.Note
 	start := time.Now()
 	settled := g.checkOnce(ctx, 0)

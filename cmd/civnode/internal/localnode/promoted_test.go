@@ -1,0 +1,122 @@
+package localnode
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/eventlog/events"
+)
+
+// promotedEvents are the chain's node.promoted payloads, oldest first.
+func promotedEvents(t *testing.T, chain *eventlog.Log) []events.NodePromoted {
+	t.Helper()
+	evs, _, err := chain.Query(eventlog.Query{Type: events.TypeNodePromoted, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []events.NodePromoted
+	for _, ev := range evs {
+		var p events.NodePromoted
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// recordPromoted appends node.promoted once, naming the data dir's instance
+// and the size it took over at, only on a data dir marked by promote, and
+// never a second time however often it runs.
+func TestRecordPromoted(t *testing.T) {
+	ctx := context.Background()
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, err := eventlog.Open(eventlog.Options{InMemory: true, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer chain.Close()
+	for range 3 {
+		if _, err := chain.Append(ctx, eventlog.Draft{Type: "test.note", Payload: map[string]int{"n": 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := datadir.Dir(filepath.Join(t.TempDir(), "node"))
+	if err := os.MkdirAll(string(dir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := recordPromoted(ctx, chain, dir); err != nil {
+		t.Fatal(err)
+	}
+	if got := promotedEvents(t, chain); len(got) != 0 {
+		t.Fatalf("a data dir not promoted recorded %v", got)
+	}
+	if err := dir.MarkRecovered(datadir.RecoveredByRestore); err != nil {
+		t.Fatal(err)
+	}
+	if err := recordPromoted(ctx, chain, dir); err != nil {
+		t.Fatal(err)
+	}
+	if got := promotedEvents(t, chain); len(got) != 0 {
+		t.Fatalf("a restored data dir recorded %v", got)
+	}
+	if err := dir.MarkRecovered(datadir.RecoveredByPromote); err != nil {
+		t.Fatal(err)
+	}
+	instance, err := dir.InstanceID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := chain.TreeSize()
+	for range 2 { // a restart before the fork guard cleared the mark
+		if err := recordPromoted(ctx, chain, dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := promotedEvents(t, chain)
+	if len(got) != 1 || got[0].Instance != instance || got[0].TreeSize != size {
+		t.Fatalf("node.promoted %+v, want one of instance %s at tree size %d", got, instance, size)
+	}
+	if tip := chain.Tip().Seq; tip != uint64(size)+1 {
+		t.Errorf("tip seq %d, want node.promoted at %d", tip, size+1)
+	}
+	// Another instance promoted later, on a copy of this data dir.
+	if _, err := dir.NewInstanceID(); err != nil {
+		t.Fatal(err)
+	}
+	if err := recordPromoted(ctx, chain, dir); err != nil {
+		t.Fatal(err)
+	}
+	if got := promotedEvents(t, chain); len(got) != 2 || got[1].Instance == instance {
+		t.Fatalf("a second instance's node.promoted: %+v", got)
+	}
+}
+
+// SupersededBy names the instance of a node.promoted of another instance,
+// and nothing for one's own or another type.
+func TestSupersededBy(t *testing.T) {
+	payload, err := json.Marshal(events.NodePromoted{Instance: "b", TreeSize: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	promoted := eventlog.Event{Type: events.TypeNodePromoted, Payload: payload}
+	if other, ok := SupersededBy(promoted, "a"); !ok || other != "b" {
+		t.Errorf("another instance's node.promoted: %q %v, want b true", other, ok)
+	}
+	if other, ok := SupersededBy(promoted, "b"); ok {
+		t.Errorf("its own node.promoted: %q %v, want false", other, ok)
+	}
+	if other, ok := SupersededBy(eventlog.Event{Type: events.TypePeerConnected, Payload: payload}, "a"); ok {
+		t.Errorf("another type: %q %v, want false", other, ok)
+	}
+}
