@@ -49,9 +49,11 @@ func (d Dir) CosignaturesPath() string { return filepath.Join(string(d), "cosign
 // (a witness restored without it could cosign a tree that conflicts with one
 // it cosigned before) and the cosignatures its own checkpoints gathered; in a
 // mirror's data dir, which has no node key, the pinned origin key, without
-// which the copy would be no mirror of anyone. The sockets are the running
-// process's, not state.
-var BackupFiles = []string{"node.key", "origin.vkey", "control.token", "registry.credential", "wallets", "witness.json", "cosignatures.json"}
+// which the copy would be no mirror of anyone; and the instance id, so that a
+// node restored from its backup is still the instance it was, and a
+// node.promoted naming another instance tells it that it was replaced. The
+// sockets are the running process's, not state.
+var BackupFiles = []string{"node.key", "origin.vkey", "control.token", "registry.credential", "wallets", "witness.json", "cosignatures.json", "instance"}
 
 // Help describes the --data-dir flag.
 const Help = "node data directory (default $CIVNODE_DATA_DIR, else ~/.civnode)"

@@ -26,6 +26,10 @@
 //	               atomically and synced before each cosignature is answered
 //	cosignatures.json  once a witness cosigned (serve --witness): the
 //	               cosignatures gathered and the witnessed checkpoint
+//	instance       the instance id: 32 random hex digits, made on first start
+//	               ([Dir.InstanceID]), new when civnode promote makes the dir
+//	recovered      while a data dir made by restore, import or promote has not
+//	               yet been found up to date: how it was made ([Dir.MarkRecovered])
 //
 // A mirror's data dir (civnode mirror, serve --mirror-of) has no node.key: a
 // mirror never signs. It has instead
