@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/mod/sumdb/tlog"
+
 	"github.com/civnode/civnode/eventlog"
 )
 
@@ -57,4 +59,45 @@ func WriteEvidence(prefix, problem string, data []byte) (string, error) {
 
 func isURL(loc string) bool {
 	return strings.HasPrefix(loc, "http://") || strings.HasPrefix(loc, "https://")
+}
+
+// FirstDifference names the first seq at which the chain of l and the tree
+// head, published at c's source, differ: the smallest size whose roots are
+// not the same, found by bisection over the source's tiles (each checked
+// against head's root). 0 means they agree on every event both have.
+func FirstDifference(ctx context.Context, c *Client, head eventlog.TreeHead, l *eventlog.Log) (uint64, error) {
+	tiles := &cachedTiles{ctx: ctx, c: c}
+	hashes := tlog.TileHashReader(tlog.Tree{N: head.Size, Hash: head.Root}, tiles)
+	differs := func(k int64) (bool, error) {
+		theirs, err := tlog.TreeHash(k, hashes)
+		if err != nil {
+			return false, err
+		}
+		ours, err := l.TreeRoot(k)
+		if err != nil {
+			return false, err
+		}
+		return theirs != ours, nil
+	}
+	n := min(head.Size, l.TreeSize())
+	if n == 0 {
+		return 0, nil
+	}
+	if d, err := differs(n); err != nil || !d {
+		return 0, err
+	}
+	lo, hi := int64(0), n // the trees agree at lo and differ at hi
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		d, err := differs(mid)
+		if err != nil {
+			return 0, err
+		}
+		if d {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return uint64(hi), nil
 }

@@ -133,6 +133,7 @@ func TestPublishedForkHoldsTheNode(t *testing.T) {
 	}
 	// Without a source the restored node cannot know, and signs other
 	// events at the published seqs: the fork the guard exists to stop.
+	common := openTipSeq(t, forked)
 	n := startNode(t, forked)
 	postOK(t, n.url, n.token, "/v1/core/missions", guardMission)
 	n.stop(t)
@@ -162,8 +163,12 @@ func TestPublishedForkHoldsTheNode(t *testing.T) {
 			if resp.StatusCode != http.StatusServiceUnavailable || ready["reason"] != "behind_published" {
 				t.Errorf("ready on a forked node: %d %v", resp.StatusCode, ready)
 			}
-			if fg := transparencyGuard(t, n); fg["writable"] != false || fg["reason"] != "forked" {
+			fg := transparencyGuard(t, n)
+			if fg["writable"] != false || fg["reason"] != "forked" {
 				t.Errorf("fork_guard: %v", fg)
+			}
+			if note, _ := fg["note"].(string); name == "fork" && !strings.Contains(note, fmt.Sprintf("the first event that differs is seq %d", common+1)) {
+				t.Errorf("the fork_guard's note does not name seq %d: %q", common+1, note)
 			}
 			n.stop(t)
 			if got := openTipSeq(t, forked); got != before {

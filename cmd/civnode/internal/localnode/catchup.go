@@ -2,6 +2,7 @@ package localnode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
@@ -40,6 +41,10 @@ func CatchUp(ctx context.Context, chain *eventlog.Log, dir datadir.Dir, loc stri
 	// A published tree the chain already holds is held to the chain's
 	// root at its size, and nothing is fetched.
 	head, signed, err := transparency.PublishedHead(ctx, chain, loc)
+	if errors.Is(err, transparency.ErrAnotherKey) {
+		path, _ := transparency.WriteEvidence(dir.EvidencePrefix(), "another_key", signed)
+		return CaughtUp{}, fmt.Errorf("%w (evidence: %s)", err, path)
+	}
 	if err != nil {
 		return CaughtUp{}, err
 	}
@@ -50,17 +55,23 @@ func CatchUp(ctx context.Context, chain *eventlog.Log, dir datadir.Dir, loc stri
 		}
 		if root != head.Root {
 			path, _ := transparency.WriteEvidence(dir.EvidencePrefix(), "forked", signed)
-			return CaughtUp{Published: head}, fmt.Errorf("%w: the checkpoint at %s is of a tree of %d events with root %s; this chain's tree of that size has root %s (evidence: %s)",
+			err := fmt.Errorf("%w: the checkpoint at %s is of a tree of %d events with root %s; this chain's tree of that size has root %s (evidence: %s)",
 				transparency.ErrForked, loc, head.Size, transparency.B64(head.Root), transparency.B64(root), path)
+			if seq, derr := transparency.FirstDifference(ctx, c, head, chain); derr == nil && seq > 0 {
+				err = fmt.Errorf("%w; the first event that differs is seq %d", err, seq)
+			}
+			return CaughtUp{Published: head}, err
 		}
 		return CaughtUp{Published: head}, nil
 	}
 	rep, err := transparency.Mirror(ctx, c, chain, transparency.MirrorOptions{URL: loc, Evidence: dir.EvidencePrefix()})
 	out := CaughtUp{Published: rep.Head, Events: rep.Events}
-	if err != nil {
-		if rep.Evidence != "" {
-			return out, fmt.Errorf("%w (evidence: %s)", err, rep.Evidence)
+	if errors.Is(err, transparency.ErrForked) {
+		if seq, derr := transparency.FirstDifference(ctx, c, rep.Head, chain); derr == nil && seq > 0 {
+			return out, fmt.Errorf("%w; the first event that differs is seq %d", err, seq)
 		}
+	}
+	if err != nil {
 		return out, err
 	}
 	if out.Events > 0 {

@@ -158,25 +158,33 @@ func (g *forkGuard) checkOnce(ctx context.Context, waited time.Duration) (settle
 	}
 	unreached := []string{}
 	for _, loc := range g.published {
-		head, signed, err := transparency.PublishedHead(ctx, g.chain, loc)
-		if err != nil {
-			if errors.Is(err, transparency.ErrAnotherKey) {
-				path, _ := transparency.WriteEvidence(g.dir.EvidencePrefix(), "another_key", signed)
-				g.hold(eventlog.Behind{Reason: heldForked, Tip: tip, Seen: loc, Fork: true})
-				g.setNote("%s holds a checkpoint of another key (evidence %s): %v", loc, path, err)
-				return true
+		rep, err := CatchUp(ctx, g.chain, g.dir, loc)
+		if rep.Events > 0 {
+			g.logger.Info("caught up from the published tail", logkey.From, loc, logkey.Events, rep.Events, logkey.TreeSize, g.chain.TreeSize())
+		}
+		switch {
+		case rep.SupersededBy != "":
+			size := g.chain.TreeSize()
+			g.hold(eventlog.Behind{Reason: heldSuperseded, Size: size, Tip: size, Seen: "node.promoted of instance " + rep.SupersededBy + " at " + loc})
+			g.setNote("another instance (%s) was promoted in this node's place: it appends nothing", rep.SupersededBy)
+			return true
+		case err != nil && transparency.Evidence(err):
+			g.hold(eventlog.Behind{Reason: heldForked, Size: rep.Published.Size, Tip: g.chain.TreeSize(), Fork: true, Seen: loc})
+			g.setNote("%s: %v", loc, err)
+			return true
+		case err != nil:
+			if ctx.Err() != nil {
+				return false
 			}
 			unreached = append(unreached, loc)
 			g.logger.Warn("the fork guard cannot read a published source", logkey.From, loc, logkey.Err, err)
 			continue
 		}
-		if err := g.compare(head, signed, loc); err != nil {
-			return g.forked(err)
-		}
-		if head.Size > seen.Size {
-			seen = sighting{Size: head.Size, Where: loc}
+		if rep.Published.Size > seen.Size {
+			seen = sighting{Size: rep.Published.Size, Where: loc}
 		}
 	}
+	tip = g.chain.TreeSize()
 	// What each witness holds.
 	answered := 0
 	for _, r := range g.witnesses {
@@ -192,15 +200,10 @@ func (g *forkGuard) checkOnce(ctx context.Context, waited time.Duration) (settle
 		}
 	}
 	if seen.Size > tip {
-		if g.catchUp(ctx, seen) {
-			return g.checkOnce(ctx, waited)
-		}
-		b := g.chain.Held()
-		if b == nil || b.Reason != heldForked && b.Reason != heldSuperseded {
-			g.hold(eventlog.Behind{Reason: heldBehind, Size: seen.Size, Tip: g.chain.TreeSize(), Seen: seen.Where})
-		}
-		b = g.chain.Held()
-		return b.Reason == heldForked || b.Reason == heldSuperseded
+		// No published source holds the tail: the node waits for one
+		// that does (it checks again), read-only.
+		g.hold(eventlog.Behind{Reason: heldBehind, Size: seen.Size, Tip: tip, Seen: seen.Where})
+		return false
 	}
 	quorum := len(g.witnesses) == 0 || answered >= g.quorum
 	switch {
@@ -294,35 +297,6 @@ func (g *forkGuard) askWitness(ctx context.Context, r witness.Remote) (int64, er
 	ctx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()
 	return witness.HeldSize(ctx, g.client, r, signed, head.Size)
-}
-
-// catchUp fetches the chain's missing tail from the first published source
-// that holds it (CatchUp); it reports whether the chain grew. A source that
-// serves another history holds the log for good (the evidence kept), as
-// does a tail that names another instance promoted in this node's place.
-func (g *forkGuard) catchUp(ctx context.Context, seen sighting) bool {
-	grew := false
-	for _, loc := range g.published {
-		rep, err := CatchUp(ctx, g.chain, g.dir, loc)
-		if rep.Events > 0 {
-			grew = true
-			g.logger.Info("caught up from the published tail", logkey.From, loc, logkey.Events, rep.Events, logkey.TreeSize, g.chain.TreeSize())
-		}
-		if rep.SupersededBy != "" {
-			g.hold(eventlog.Behind{Reason: heldSuperseded, Size: g.chain.TreeSize(), Tip: g.chain.TreeSize(), Seen: "node.promoted of instance " + rep.SupersededBy})
-			g.setNote("another instance (%s) was promoted in this node's place: it appends nothing", rep.SupersededBy)
-			return false
-		}
-		if err != nil && !transparency.Transient(err) && ctx.Err() == nil {
-			g.hold(eventlog.Behind{Reason: heldForked, Size: rep.Published.Size, Tip: g.chain.TreeSize(), Fork: true, Seen: loc})
-			g.setNote("catching up from %s: %v", loc, err)
-			return false
-		}
-		if g.chain.TreeSize() >= seen.Size {
-			break
-		}
-	}
-	return grew
 }
 
 // release lets the log append, once the guard is satisfied; the first time,
