@@ -91,20 +91,25 @@ func (g *forkGuard) setNote(format string, args ...any) {
 	g.mu.Unlock()
 }
 
-// Ahead is told that a witness holds a tree of size events of the node's
-// key (witness.SubmitterOptions.OnAhead): the log holds its writes at once,
-// and the guard checks again.
-func (g *forkGuard) Ahead(name string, size int64) {
+// Saw is told of a checkpoint of the node's key of size events seen at
+// where (a witness's 409, a publish target that holds more): the log holds
+// its writes at once if the chain lacks some of them, and the guard checks
+// again, catching up from the published sources if one holds the tail.
+func (g *forkGuard) Saw(where string, size int64) {
 	tip := g.chain.TreeSize()
 	if size <= tip {
 		return
 	}
-	g.hold(eventlog.Behind{Reason: heldBehind, Size: size, Tip: tip, Seen: "witness " + name})
+	g.hold(eventlog.Behind{Reason: heldBehind, Size: size, Tip: tip, Seen: where})
 	select {
 	case g.recheck <- struct{}{}:
 	default:
 	}
 }
+
+// WitnessAhead is witness.SubmitterOptions.OnAhead: a witness holds a larger
+// tree of the node's key.
+func (g *forkGuard) WitnessAhead(name string, size int64) { g.Saw("witness "+name, size) }
 
 func (g *forkGuard) hold(b eventlog.Behind) {
 	if old := g.chain.Held(); old == nil || *old != b {

@@ -116,7 +116,7 @@ func (n *Node) openOwn(ctx context.Context) error {
 	}
 	witnessed := make(chan struct{})
 	n.waits = append(n.waits, witnessed)
-	n.http.Witness, n.http.Witnesses, err = startWitnessing(n.bg, cfg.Witnessing, dir, key, chain, n.stream, logger, guard.Ahead, witnessed)
+	n.http.Witness, n.http.Witnesses, err = startWitnessing(n.bg, cfg.Witnessing, dir, key, chain, n.stream, logger, guard.WitnessAhead, witnessed)
 	return err
 }
 
