@@ -45,6 +45,9 @@ var (
 	//go:embed help/oracle-subscribe.txt
 	oracleSubscribeHelp string
 
+	//go:embed help/promote.txt
+	promoteHelp string
+
 	//go:embed help/registry-dev.txt
 	registryDevHelp string
 

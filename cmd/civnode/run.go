@@ -117,6 +117,7 @@ func (m *Main) newRootCommand() *cobra.Command {
 		newWalletCommand(m, g),
 		newTransparencyCommand(m, g),
 		newMirrorCommand(m, g),
+		newPromoteCommand(m, g),
 		newOracleCommand(m, g),
 		newVersionCommand(m),
 		newBenchCommand(m, g),
