@@ -233,3 +233,53 @@ func TestPromoteKilledAtEachStep(t *testing.T) {
 		})
 	}
 }
+
+// A witness of the origin that cosigned a larger tree than the mirror holds
+// refuses the promotion, as do too few answers; once the mirror holds the
+// newest tree the promotion passes, and the promoted node, started with
+// that witness, waits for its word and then appends node.promoted first.
+func TestPromoteAsksTheWitnesses(t *testing.T) {
+	root := t.TempDir()
+	orig, wdir := filepath.Join(root, "origin"), filepath.Join(root, "witness")
+	w := startNode(t, wdir)
+	wkey := verifierKeyOfWitness(t, w)
+	w.stop(t)
+	a := startNode(t, orig)
+	postOK(t, a.url, a.token, "/v1/civilization/bootstrap-identity", `{"display_name":"Ada Lovelace","public_id":"ada"}`)
+	vkey := summaryOf(t, a.url, a.token).VerifierKey
+	a.stop(t)
+	w = startNodeArgs(t, wdir, "--witness-for", vkey)
+	wArg := wkey + "@" + w.url + "/v1/witness"
+	a = startNodeArgs(t, orig, "--witness", wArg)
+	appendMission(t, a, "before the mirror")
+	waitWitnessed(t, a.url, a.token)
+	a.stop(t)
+
+	s := standby{origin: orig, mirror: filepath.Join(root, "mirror")}
+	s.published, s.url = mrPublish(t, orig)
+	s.catchUp(t)
+	// The origin goes on, its witness cosigns, nothing is published.
+	a = startNodeArgs(t, orig, "--witness", wArg)
+	appendMission(t, a, "never published")
+	cosigned := waitWitnessed(t, a.url, a.token).TreeSize
+	a.stop(t)
+	promoteRefused(t, s, fmt.Sprintf("holds a tree of %d events", cosigned), "--key", s.key(), "--published", s.published, "--witness", wArg)
+	promoteRefused(t, s, "0 of the 1 witnesses answered", "--key", s.key(), "--published", s.published, "--witness", wkey+"@http://127.0.0.1:1/v1/witness")
+
+	s.catchUp(t)
+	size := publishedSize(t, s.published)
+	if size < cosigned {
+		t.Fatalf("published %d events, the witness cosigned %d", size, cosigned)
+	}
+	r := runCLI(t, nil, "promote", "--data-dir", s.mirror, "--key", s.key(), "--published", s.published, "--witness", wArg)
+	if r.code != 0 || !strings.Contains(r.stdout, "holds no larger tree") {
+		t.Fatalf("promote: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	n := startNodeArgs(t, s.mirror, "--witness", wArg, "--published", s.published)
+	waitFor(t, "the promoted node writable", func() (bool, string) {
+		status, body := writeStatus(t, n)
+		return status == 201 || status == 200, fmt.Sprintf("%d %s", status, body)
+	})
+	n.stop(t)
+	requirePromotedChain(t, s.mirror, size)
+}
