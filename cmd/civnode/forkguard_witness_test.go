@@ -14,6 +14,7 @@ type witnessedBackup struct {
 	root, orig, backup string
 	w                  *node
 	wdir, witnessArg   string
+	published          string
 	cosigned           int64
 }
 
@@ -37,6 +38,10 @@ func newWitnessedBackup(t *testing.T) witnessedBackup {
 	appendMission(t, a, "after the backup")
 	g.cosigned = waitWitnessed(t, a.url, a.token).TreeSize
 	a.stop(t)
+	g.published = filepath.Join(root, "published")
+	if r := runCLI(t, nil, "transparency", "publish", "--dir", g.published, "--data-dir", g.orig); r.code != 0 {
+		t.Fatalf("publish: %s%s", r.stdout, r.stderr)
+	}
 	return g
 }
 
@@ -67,8 +72,23 @@ func TestRecoveredWaitsForItsWitnesses(t *testing.T) {
 		t.Fatalf("a restored node behind its witness: %d %s", status, body)
 	}
 	n.stop(t)
+	// Given where the chain is published too, it catches up, the witness
+	// answers that it is not behind, and it appends after the witnessed tree.
+	n = startNodeArgs(t, restored, "--witness", g.witnessArg, "--published", g.published)
+	if status, body := writeStatus(t, n); status != http.StatusOK {
+		t.Fatalf("a restored node caught up from its published tail, its witness up: %d %s", status, body)
+	}
+	n.stop(t)
+	assertExtendsPublished(t, restored, g.published)
+	if got := int64(openTipSeq(t, restored)); got <= g.cosigned {
+		t.Fatalf("the caught-up node's tip %d is not past the witnessed tree of %d", got, g.cosigned)
+	}
 
 	g.w.stop(t) // the witness is down from here on
+	restored = filepath.Join(g.root, "restored-again")
+	if r := runCLI(t, nil, "restore", g.backup, "--data-dir", restored); r.code != 0 {
+		t.Fatalf("restore: %s", r.stderr)
+	}
 	n = startNodeArgs(t, restored, "--witness", g.witnessArg, "--witness-start-wait", "200ms")
 	time.Sleep(time.Second)
 	if status, body := writeStatus(t, n); status != http.StatusServiceUnavailable || !strings.Contains(body, `"reason":"waiting"`) {
