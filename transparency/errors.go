@@ -48,3 +48,9 @@ var ErrNotWitnessed = errors.New("not witnessed")
 // errBadTiles is a static host whose tiles are not those of its own
 // checkpoint: a broken or half-copied mirror, which proves nothing either way.
 var errBadTiles = errors.New("its tiles do not match its checkpoint")
+
+// ErrPublishRefused is a publish target that holds what the node's tree
+// does not extend (a larger tree, another root, another key's checkpoint):
+// publishing would roll the published log back or fork it, so nothing is
+// written, and a node publishing continuously stops publishing.
+var ErrPublishRefused = errors.New("the publish target refuses the node's tree")

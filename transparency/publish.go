@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,7 +13,6 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/civnode/civnode/eventlog"
-	"github.com/civnode/civnode/internal/atomicfile"
 )
 
 // The files of a publish directory besides the tiles. checkpoint and tile/
@@ -46,6 +43,17 @@ type PublishOptions struct {
 	// called with the number written so far, and done when they are all
 	// written or Publish fails.
 	Progress func(total int) (step func(int), done func())
+	// Done is the size of a tree of the node's chain whose tiles and
+	// bundles this process already published to the target (Published.Tiles
+	// of its last run), so they are neither checked nor written again; 0:
+	// none.
+	Done int64
+	// WitnessedOnly writes the checkpoint and the seal only of a tree the
+	// node's witnesses cosigned (Source.Witnessed), the newest one, which
+	// may be below the tiles' tree: a mirror that requires witnesses then
+	// never meets an unwitnessed checkpoint. Set it when the node has
+	// witnesses.
+	WitnessedOnly bool
 }
 
 // Published is what one Publish did.
@@ -59,6 +67,12 @@ type Published struct {
 	// its witnesses' cosignatures. CheckpointWritten: this run wrote it.
 	Witnessed, CheckpointWritten bool
 	Bundles                      int // event bundles written
+	// Tiles is the tree whose tiles and bundles are published: Head, or,
+	// with WitnessedOnly, the node's tree while Head is its newest witnessed
+	// one. Waiting: with WitnessedOnly, the node's tree is not witnessed
+	// yet, so the checkpoint is of an older one (Head).
+	Tiles   eventlog.TreeHead
+	Waiting bool
 }
 
 // BundleSize is the number of events in a full event bundle: one bundle for
@@ -73,42 +87,30 @@ func BundlePath(n int64, w int) string {
 	return "events/" + strings.TrimPrefix(tlog.Tile{H: TileHeight, L: 0, N: n, W: w}.Path(), "tile/8/0/")
 }
 
-// Publish writes the node's tree, read from src, to dir in the C2SP
-// tlog-tiles layout. It is incremental: it reads dir's checkpoint, checks it
+// Publish writes the node's tree, read from src, to the directory dir
+// (PublishTo with DirTarget): see PublishTo.
+func Publish(ctx context.Context, src Source, dir string, opts PublishOptions) (Published, error) {
+	return PublishTo(ctx, src, DirTarget(dir), opts)
+}
+
+// PublishTo writes the node's tree, read from src, to t in the C2SP
+// tlog-tiles layout. It is incremental: it reads t's checkpoint, checks it
 // with the node's key and proves the node's tree consistent with it, then
 // writes only the tiles that are new since that tree, and the new checkpoint
-// last. Every file is written to dir/.tmp, synced and renamed into place, and
-// the tiles' directories are synced before the checkpoint is renamed: a reader
-// never sees a checkpoint whose tiles are missing, and a run cut short is
-// simply run again. Each run also checks every tile already published and
-// writes again any that was changed or lost. It refuses to publish over a
-// checkpoint signed by another key, of a larger tree, or of a tree the node's
-// does not extend. One Publish at a time holds dir (LockFile).
-func Publish(ctx context.Context, src Source, dir string, opts PublishOptions) (Published, error) {
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		// Readable by a web server running as another user, whatever the
-		// umask; an existing directory keeps the mode its owner gave it.
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return Published{}, fmt.Errorf("create the publish directory: %w", err)
-		}
-		if err := os.Chmod(dir, 0o755); err != nil {
-			return Published{}, fmt.Errorf("create the publish directory: %w", err)
-		}
-	}
-	unlock, err := lockDir(filepath.Join(dir, LockFile))
+// last. Every tile and bundle is durable (Target.Sync) before the seal and
+// the checkpoint are written: a reader never sees a checkpoint whose tiles
+// are missing, and a run cut short is simply run again. Each run also checks
+// every tile already published (unless opts.Done covers it) and writes again
+// any that was changed or lost. It refuses to publish over a checkpoint
+// signed by another key, of a larger tree, or of a tree the node's does not
+// extend (errors.Is ErrPublishRefused). One run at a time holds t
+// (Target.Lock).
+func PublishTo(ctx context.Context, src Source, t Target, opts PublishOptions) (Published, error) {
+	unlock, err := t.Lock(ctx)
 	if err != nil {
 		return Published{}, err
 	}
 	defer unlock()
-	// A run cut short may have left temporary files; nothing refers to them.
-	tmpDir := filepath.Join(dir, TmpDir)
-	if err := os.RemoveAll(tmpDir); err != nil {
-		return Published{}, fmt.Errorf("clear %s: %w", tmpDir, err)
-	}
-	if err := os.Mkdir(tmpDir, 0o755); err != nil {
-		return Published{}, fmt.Errorf("create %s: %w", tmpDir, err)
-	}
-	defer os.Remove(tmpDir)
 
 	vkey, signed, err := src.Head(ctx)
 	if err != nil {
@@ -132,7 +134,7 @@ func Publish(ctx context.Context, src Source, dir string, opts PublishOptions) (
 		return Published{}, fmt.Errorf("the node's own seal: %w", err)
 	}
 	signed = []byte(seal.Checkpoint)
-	old, err := publishedHead(ctx, dir, k, src, head)
+	old, err := publishedHead(ctx, t, k, src, head)
 	if err != nil {
 		return Published{}, err
 	}
@@ -147,27 +149,33 @@ func Publish(ctx context.Context, src Source, dir string, opts PublishOptions) (
 		signed = witnessed
 	}
 
-	ds := newDirSyncer(dir)
 	// The new checkpoint vouches for the old tree's tiles too: any that was
-	// changed or lost since it was written is written again first.
-	repaired, err := verifyPublishedTiles(ctx, src, old.Size, dir, tmpDir, ds)
-	if err != nil {
-		return Published{}, err
+	// changed or lost since it was written is written again first. Tiles
+	// this process wrote or checked (opts.Done) are not read again.
+	var repaired []string
+	if old.Size > opts.Done || opts.Done > head.Size {
+		if repaired, err = verifyPublishedTiles(ctx, src, old.Size, t); err != nil {
+			return Published{}, err
+		}
 	}
 	if opts.Repaired != nil {
 		for _, rel := range repaired {
-			opts.Repaired(filepath.Join(dir, filepath.FromSlash(rel)))
+			opts.Repaired(t.Where(rel))
 		}
 	}
 
-	tiles := tlog.NewTiles(TileHeight, old.Size, head.Size)
+	from := old.Size
+	if opts.Done > from && opts.Done <= head.Size {
+		from = opts.Done
+	}
+	tiles := tlog.NewTiles(TileHeight, from, head.Size)
 	written, kept := 0, 0
 	step, done := func(int) {}, func() {}
 	if opts.Progress != nil {
 		step, done = opts.Progress(len(tiles))
 	}
-	for i, t := range tiles {
-		w, err := publishTile(ctx, src, t, dir, tmpDir, ds)
+	for i, tile := range tiles {
+		w, err := publishTile(ctx, src, tile, t)
 		if err != nil {
 			done()
 			return Published{}, err
@@ -180,57 +188,79 @@ func Publish(ctx context.Context, src Source, dir string, opts PublishOptions) (
 		step(i + 1)
 	}
 	done()
-	bundles := 0
-	for n := old.Size / BundleSize; n*BundleSize < head.Size; n++ {
-		w, err := publishBundle(ctx, src, n, int(min(BundleSize, head.Size-n*BundleSize)), dir, tmpDir, ds)
-		if err != nil {
-			return Published{}, err
-		}
-		if w {
-			bundles++
-		}
-	}
-	if err := publishSmallFile(filepath.Join(dir, VerifierKeyFile), tmpDir, []byte(vkey+"\n"), ds); err != nil {
+	bundles, err := publishBundles(ctx, src, from, head.Size, t)
+	if err != nil {
 		return Published{}, err
 	}
+	if _, err := t.Put(ctx, VerifierKeyFile, []byte(vkey+"\n")); err != nil {
+		return Published{}, err
+	}
+	p := Published{Origin: k.Origin, Old: old, Head: head, Tiles: head, Written: written, Kept: kept, Repaired: len(repaired), Bundles: bundles}
 	// Every tile the checkpoint needs is durable before the checkpoint is.
-	if err := ds.sync(); err != nil {
+	if err := t.Sync(ctx); err != nil {
 		return Published{}, fmt.Errorf("sync the tiles: %w", err)
 	}
-	sealPath := filepath.Join(dir, SealFile)
+	if opts.WitnessedOnly {
+		return publishWitnessed(ctx, src, t, k, seal, p)
+	}
 	sealWritten := false
-	if _, err := os.Stat(sealPath); old.Size != head.Size || errors.Is(err, fs.ErrNotExist) {
+	if cur, err := t.Read(ctx, SealFile); err != nil {
+		return Published{}, err
+	} else if old.Size != head.Size || cur == nil {
 		sealWritten = true
-		b, err := json.Marshal(seal)
-		if err != nil {
-			return Published{}, err
-		}
-		if err := atomicfile.Replace(sealPath, tmpDir, append(b, '\n'), 0o644); err != nil {
+		if err := putSeal(ctx, t, seal); err != nil {
 			return Published{}, err
 		}
 	}
 	// The same tree gets its checkpoint again when it has since been
 	// witnessed; a witnessed one is never replaced by a plain one.
-	path := filepath.Join(dir, CheckpointFile)
 	rewrite := old.Size != head.Size
 	if !rewrite && witnessed != nil {
-		cur, err := readOptionalFile(path)
+		cur, err := t.Read(ctx, CheckpointFile)
 		if err != nil {
 			return Published{}, fmt.Errorf("read the published checkpoint: %w", err)
 		}
 		rewrite = !bytes.Equal(cur, witnessed)
 	}
 	if rewrite {
-		if err := atomicfile.Replace(path, tmpDir, signed, 0o644); err != nil {
+		if _, err := t.Put(ctx, CheckpointFile, signed); err != nil {
 			return Published{}, err
 		}
 	}
 	if rewrite || sealWritten {
-		if err := atomicfile.SyncDir(dir); err != nil {
+		if err := t.Sync(ctx); err != nil {
 			return Published{}, err
 		}
 	}
-	return Published{Origin: k.Origin, Old: old, Head: head, Written: written, Kept: kept, Repaired: len(repaired), Witnessed: witnessed != nil, CheckpointWritten: rewrite, Bundles: bundles}, nil
+	p.Witnessed, p.CheckpointWritten = witnessed != nil, rewrite
+	return p, nil
+}
+
+// putSeal writes the seal, as JSON, one line.
+func putSeal(ctx context.Context, t Target, seal eventlog.Seal) error {
+	b, err := json.Marshal(seal)
+	if err != nil {
+		return err
+	}
+	_, err = t.Put(ctx, SealFile, append(b, '\n'))
+	return err
+}
+
+// publishBundles writes the event bundles of the leaves from..size−1: the
+// one holding leaf from (partial before, perhaps) up to the partial one at
+// size. It returns how many it wrote.
+func publishBundles(ctx context.Context, src Source, from, size int64, t Target) (int, error) {
+	n := 0
+	for b := from / BundleSize; b*BundleSize < size; b++ {
+		w, err := publishBundle(ctx, src, b, int(min(BundleSize, size-b*BundleSize)), t)
+		if err != nil {
+			return n, err
+		}
+		if w {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // witnessedAt is the node's witnessed checkpoint when it is of the tree of
@@ -262,19 +292,19 @@ func witnessedAt(ctx context.Context, src Source, k Key, head eventlog.TreeHead)
 // full tile against the hash its parent, checked before it, holds for it. So
 // a run reads every published tile and hashes it, but asks src only for the
 // partial tiles and the ones to repair.
-func verifyPublishedTiles(ctx context.Context, src Source, n int64, dir, tmpDir string, ds *dirSyncer) ([]string, error) {
+func verifyPublishedTiles(ctx context.Context, src Source, n int64, t Target) ([]string, error) {
 	if n == 0 {
 		return nil, nil
 	}
 	tiles := tlog.NewTiles(TileHeight, 0, n)
 	slices.SortStableFunc(tiles, func(a, b tlog.Tile) int { return b.L - a.L })
 	var repaired []string
-	for _, t := range tiles {
+	for _, tile := range tiles {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if t.W == 1<<TileHeight {
-			ok, err := fullTileMatches(t, n, dir)
+		if tile.W == 1<<TileHeight {
+			ok, err := fullTileMatches(ctx, tile, n, t)
 			if err != nil {
 				return nil, err
 			}
@@ -282,22 +312,22 @@ func verifyPublishedTiles(ctx context.Context, src Source, n int64, dir, tmpDir 
 				continue
 			}
 		}
-		w, err := publishTile(ctx, src, t, dir, tmpDir, ds)
+		w, err := publishTile(ctx, src, tile, t)
 		if err != nil {
 			return nil, err
 		}
 		if w {
-			repaired = append(repaired, TilePath(t))
+			repaired = append(repaired, TilePath(tile))
 		}
 	}
 	return repaired, nil
 }
 
 // fullTileMatches reports whether the full tile t of a tree of size n, as
-// published in dir, hashes to the entry its parent tile in dir holds for it.
-// A missing or short file does not match.
-func fullTileMatches(t tlog.Tile, n int64, dir string) (bool, error) {
-	data, err := readTileFile(dir, t)
+// published in target, hashes to the entry its parent tile there holds for
+// it. A missing or short file does not match.
+func fullTileMatches(ctx context.Context, t tlog.Tile, n int64, target Target) (bool, error) {
+	data, err := readTileFile(ctx, target, t)
 	if err != nil || len(data) != t.W*tlog.HashSize {
 		return false, err
 	}
@@ -315,7 +345,7 @@ func fullTileMatches(t tlog.Tile, n int64, dir string) (bool, error) {
 	above := n >> (uint(t.L+1) * TileHeight)
 	parent := tlog.Tile{H: TileHeight, L: t.L + 1, N: t.N >> TileHeight}
 	parent.W = int(min(above-parent.N<<TileHeight, 1<<TileHeight))
-	pdata, err := readTileFile(dir, parent)
+	pdata, err := readTileFile(ctx, target, parent)
 	if err != nil {
 		return false, err
 	}
@@ -326,42 +356,42 @@ func fullTileMatches(t tlog.Tile, n int64, dir string) (bool, error) {
 	return bytes.Equal(pdata[i:i+tlog.HashSize], hs[0][:]), nil
 }
 
-// readTileFile reads tile t in dir, nil when it is missing.
-func readTileFile(dir string, t tlog.Tile) ([]byte, error) {
-	b, err := readOptionalFile(filepath.Join(dir, filepath.FromSlash(TilePath(t))))
+// readTileFile reads tile t in target, nil when it is missing.
+func readTileFile(ctx context.Context, target Target, t tlog.Tile) ([]byte, error) {
+	b, err := target.Read(ctx, TilePath(t))
 	if err != nil {
 		return nil, fmt.Errorf("verify the published tiles: %w", err)
 	}
 	return b, nil
 }
 
-// publishedHead reads the checkpoint already in dir, if any, and requires
+// publishedHead reads the checkpoint already in t, if any, and requires
 // that the node's tree extends it: the same key, a tree at least as large,
-// and a consistency proof from it. It returns the empty tree when dir has no
-// checkpoint.
-func publishedHead(ctx context.Context, dir string, k Key, src Source, head eventlog.TreeHead) (eventlog.TreeHead, error) {
-	path := filepath.Join(dir, CheckpointFile)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return eventlog.TreeHead{}, nil
-	}
+// and a consistency proof from it. It returns the empty tree when t has no
+// checkpoint. Every refusal is ErrPublishRefused.
+func publishedHead(ctx context.Context, t Target, k Key, src Source, head eventlog.TreeHead) (eventlog.TreeHead, error) {
+	path := t.Where(CheckpointFile)
+	b, err := t.Read(ctx, CheckpointFile)
 	if err != nil {
 		return eventlog.TreeHead{}, fmt.Errorf("read the published checkpoint: %w", err)
 	}
+	if b == nil {
+		return eventlog.TreeHead{}, nil
+	}
 	old, err := k.OpenCheckpoint(b)
 	if errors.Is(err, ErrAnotherKey) {
-		return eventlog.TreeHead{}, fmt.Errorf("%s: %w; publish each node to a directory of its own", path, err)
+		return eventlog.TreeHead{}, fmt.Errorf("%s: %w; publish each node to a directory of its own (%w)", path, err, ErrPublishRefused)
 	}
 	if err != nil {
-		return eventlog.TreeHead{}, fmt.Errorf("%s does not verify with the node's key: %w; remove it to publish the whole tree again", path, err)
+		return eventlog.TreeHead{}, fmt.Errorf("%s does not verify with the node's key: %w; remove it to publish the whole tree again (%w)", path, err, ErrPublishRefused)
 	}
 	switch {
 	case old.Size > head.Size:
-		return eventlog.TreeHead{}, fmt.Errorf("%s holds a tree of %d events, the node's has %d: publishing it would roll the published log back (is the data dir older than what was published, restored from a backup?)",
-			path, old.Size, head.Size)
+		return eventlog.TreeHead{}, fmt.Errorf("%s holds a tree of %d events, the node's has %d: publishing it would roll the published log back (is the data dir older than what was published, restored from a backup?) (%w)",
+			path, old.Size, head.Size, ErrPublishRefused)
 	case old.Size == head.Size && old.Root != head.Root:
-		return eventlog.TreeHead{}, fmt.Errorf("%s holds a tree of %d events with root %s, the node's tree of that size has root %s: the log forked",
-			path, old.Size, B64(old.Root), B64(head.Root))
+		return eventlog.TreeHead{}, fmt.Errorf("%s holds a tree of %d events with root %s, the node's tree of that size has root %s: the log forked (%w)",
+			path, old.Size, B64(old.Root), B64(head.Root), ErrPublishRefused)
 	case old.Size == head.Size || old.Size == 0:
 		return old, nil
 	}
@@ -370,16 +400,16 @@ func publishedHead(ctx context.Context, dir string, k Key, src Source, head even
 		return eventlog.TreeHead{}, fmt.Errorf("prove the node's tree consistent with %s: %w", path, err)
 	}
 	if err := tlog.CheckTree(proof, head.Size, head.Root, old.Size, old.Root); err != nil {
-		return eventlog.TreeHead{}, fmt.Errorf("the node's tree of %d events does not extend the tree of %d events in %s: the log forked (%w)",
-			head.Size, old.Size, path, err)
+		return eventlog.TreeHead{}, fmt.Errorf("the node's tree of %d events does not extend the tree of %d events in %s: the log forked (%w; %w)",
+			head.Size, old.Size, path, err, ErrPublishRefused)
 	}
 	return old, nil
 }
 
-// publishTile writes tile t under dir unless the same bytes are there
+// publishTile writes tile t to target unless the same bytes are there
 // already (left by a run cut short before its checkpoint), and reports
 // whether it wrote.
-func publishTile(ctx context.Context, src Source, t tlog.Tile, dir, tmpDir string, ds *dirSyncer) (bool, error) {
+func publishTile(ctx context.Context, src Source, t tlog.Tile, target Target) (bool, error) {
 	data, err := src.Tile(ctx, t)
 	if err != nil {
 		return false, fmt.Errorf("read %s from %s: %w", TilePath(t), src.Via(), err)
@@ -387,24 +417,13 @@ func publishTile(ctx context.Context, src Source, t tlog.Tile, dir, tmpDir strin
 	if len(data) != t.W*tlog.HashSize {
 		return false, fmt.Errorf("read %s from %s: %d bytes, want %d", TilePath(t), src.Via(), len(data), t.W*tlog.HashSize)
 	}
-	path := filepath.Join(dir, filepath.FromSlash(TilePath(t)))
-	parent := filepath.Dir(path)
-	// Synced even when nothing is written: the run that wrote a file found
-	// here may have stopped before syncing its directory.
-	ds.changed(parent)
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
-		return false, nil
-	}
-	if err := ds.mkdirAll(parent); err != nil {
-		return false, err
-	}
-	return true, atomicfile.Replace(path, tmpDir, data, 0o644)
+	return target.Put(ctx, TilePath(t), data)
 }
 
 // publishBundle writes the event bundle of w events from leaf n·BundleSize
-// under dir unless the same bytes are there already, and reports whether it
+// to target unless the same bytes are there already, and reports whether it
 // wrote.
-func publishBundle(ctx context.Context, src Source, n int64, w int, dir, tmpDir string, ds *dirSyncer) (bool, error) {
+func publishBundle(ctx context.Context, src Source, n int64, w int, target Target) (bool, error) {
 	rel := BundlePath(n, w)
 	evs, err := src.Events(ctx, uint64(n*BundleSize)+1, w)
 	if err != nil {
@@ -415,25 +434,7 @@ func publishBundle(ctx context.Context, src Source, n int64, w int, dir, tmpDir 
 		buf.Write(ev)
 		buf.WriteByte('\n')
 	}
-	path := filepath.Join(dir, filepath.FromSlash(rel))
-	parent := filepath.Dir(path)
-	ds.changed(parent)
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, buf.Bytes()) {
-		return false, nil
-	}
-	if err := ds.mkdirAll(parent); err != nil {
-		return false, err
-	}
-	return true, atomicfile.Replace(path, tmpDir, buf.Bytes(), 0o644)
-}
-
-// publishSmallFile writes a file that may already hold data, only if it does not.
-func publishSmallFile(path, tmpDir string, data []byte, ds *dirSyncer) error {
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
-		return nil
-	}
-	ds.changed(filepath.Dir(path))
-	return atomicfile.Replace(path, tmpDir, data, 0o644)
+	return target.Put(ctx, rel, buf.Bytes())
 }
 
 // LockDir takes the lock Publish holds on the publish directory dir, so that
