@@ -83,9 +83,43 @@ func TestOmniwitnessInterop(t *testing.T) {
 	getJSON(t, n.url+"/v1/transparency", n.token, 200, &sum)
 	n.stop(t)
 
+	const name = "omniwitness.civnode.test"
+	witnessVKey, addr := startOmniwitness(t, bin, tmp, name, sum.Origin, sum.VerifierKey)
+
+	n = startNodeArgs(t, dir, "--witness", witnessVKey+"@http://"+addr)
+	for round, events := range []int{0, 3} {
+		for i := range events {
+			appendMission(t, n, fmt.Sprintf("round %d, mission %d", round, i))
+		}
+		s := waitWitnessed(t, n.url, n.token)
+		if !slices.Equal(s.Witnessed.Cosigners, []string{name}) || !strings.Contains(s.Witnessed.Checkpoint, "\n— "+name+" ") {
+			t.Fatalf("round %d: the witnessed checkpoint %+v lacks the omniwitness's cosignature", round, s.Witnessed)
+		}
+		// The node's own signature line and the omniwitness's, over the
+		// node's checkpoint body.
+		if body, _, _ := strings.Cut(s.Witnessed.Checkpoint, "\n\n"); !strings.HasPrefix(s.Checkpoint, body+"\n\n") {
+			t.Fatalf("round %d: the witnessed checkpoint %q is not of the node's %q", round, s.Witnessed.Checkpoint, s.Checkpoint)
+		}
+		served := getText(t, n.url+"/v1/transparency/checkpoint?witnessed=1", n.token)
+		if !bytes.Equal(served, []byte(s.Witnessed.Checkpoint)) {
+			t.Fatalf("round %d: ?witnessed=1 served %q, GET /v1/transparency %q", round, served, s.Witnessed.Checkpoint)
+		}
+		r := runCLI(t, nil, "transparency", "check", "--addr", n.url, "--token", n.token,
+			"--state", filepath.Join(tmp, "observer.json"), "--witness", witnessVKey, "--quorum", "1")
+		if r.code != 0 {
+			t.Fatalf("round %d: transparency check --witness the omniwitness: %d\n%s%s", round, r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+// startOmniwitness runs transparency-dev's omniwitness (bin) on a free
+// loopback port with a new key named name, witnessing the log of origin and
+// vkey, its state in dir; it returns its cosignature/v1 verifier key and
+// its address, and kills it when the test ends.
+func startOmniwitness(t *testing.T, bin, dir, name, origin, vkey string) (witnessVKey, addr string) {
+	t.Helper()
 	// The omniwitness's key, as a note signer key (type 0x01); it cosigns
 	// with the same key as a cosignature/v1 key (type 0x04).
-	const name = "omniwitness.civnode.test"
 	pub, priv, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -99,21 +133,21 @@ func TestOmniwitnessInterop(t *testing.T) {
 		t.Fatal(err)
 	}
 	skey := fmt.Sprintf("PRIVATE+KEY+%s+%08x+%s", name, v.KeyHash(), base64.StdEncoding.EncodeToString(append([]byte{1}, priv.Seed()...)))
-	keyPath := filepath.Join(tmp, "omniwitness.key")
-	logsPath := filepath.Join(tmp, "logs.yaml")
+	keyPath := filepath.Join(dir, "omniwitness.key")
+	logsPath := filepath.Join(dir, "logs.yaml")
 	if err := os.WriteFile(keyPath, []byte(skey+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	logs := fmt.Sprintf("Logs:\n  - Origin: %q\n    PublicKey: %q\n    URL: %q\n", sum.Origin, sum.VerifierKey, "http://127.0.0.1:1")
+	logs := fmt.Sprintf("Logs:\n  - Origin: %q\n    PublicKey: %q\n    URL: %q\n", origin, vkey, "http://127.0.0.1:1")
 	if err := os.WriteFile(logsPath, []byte(logs), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	witnessVKey := witness.CosignatureVerifierKey(name, pub)
+	witnessVKey = witness.CosignatureVerifierKey(name, pub)
 
-	addr := freeLoopbackAddr(t)
+	addr = freeLoopbackAddr(t)
 	var stderr syncBuffer
 	ow := exec.Command(bin, "--listen", addr, "--metrics_listen=", "--private_key_path", keyPath,
-		"--db_file", filepath.Join(tmp, "omniwitness.db"), "--additional_logs", logsPath, "--logtostderr")
+		"--db_file", filepath.Join(dir, "omniwitness.db"), "--additional_logs", logsPath, "--logtostderr")
 	ow.Stderr, ow.Stdout = &stderr, &stderr
 	if err := ow.Start(); err != nil {
 		t.Fatal(err)
@@ -141,29 +175,5 @@ func TestOmniwitnessInterop(t *testing.T) {
 		c.Close()
 		return true, ""
 	})
-
-	n = startNodeArgs(t, dir, "--witness", witnessVKey+"@http://"+addr)
-	for round, events := range []int{0, 3} {
-		for i := range events {
-			appendMission(t, n, fmt.Sprintf("round %d, mission %d", round, i))
-		}
-		s := waitWitnessed(t, n.url, n.token)
-		if !slices.Equal(s.Witnessed.Cosigners, []string{name}) || !strings.Contains(s.Witnessed.Checkpoint, "\n— "+name+" ") {
-			t.Fatalf("round %d: the witnessed checkpoint %+v lacks the omniwitness's cosignature", round, s.Witnessed)
-		}
-		// The node's own signature line and the omniwitness's, over the
-		// node's checkpoint body.
-		if body, _, _ := strings.Cut(s.Witnessed.Checkpoint, "\n\n"); !strings.HasPrefix(s.Checkpoint, body+"\n\n") {
-			t.Fatalf("round %d: the witnessed checkpoint %q is not of the node's %q", round, s.Witnessed.Checkpoint, s.Checkpoint)
-		}
-		served := getText(t, n.url+"/v1/transparency/checkpoint?witnessed=1", n.token)
-		if !bytes.Equal(served, []byte(s.Witnessed.Checkpoint)) {
-			t.Fatalf("round %d: ?witnessed=1 served %q, GET /v1/transparency %q", round, served, s.Witnessed.Checkpoint)
-		}
-		r := runCLI(t, nil, "transparency", "check", "--addr", n.url, "--token", n.token,
-			"--state", filepath.Join(tmp, "observer.json"), "--witness", witnessVKey, "--quorum", "1")
-		if r.code != 0 {
-			t.Fatalf("round %d: transparency check --witness the omniwitness: %d\n%s%s", round, r.code, r.stdout, r.stderr)
-		}
-	}
+	return witnessVKey, addr
 }
