@@ -181,6 +181,18 @@ func TestPromoteStandby(t *testing.T) {
 	// A restart records no second node.promoted.
 	startNode(t, s.mirror).stop(t)
 	requirePromotedChain(t, s.mirror, 25)
+
+	// The old primary comes back, told where the new node publishes: it
+	// catches up past node.promoted of another instance and appends nothing,
+	// then or at any later start.
+	trMust(t, "transparency", "publish", "--dir", s.published, "--data-dir", s.mirror)
+	for range 2 {
+		old := startNodeArgs(t, s.origin, "--published", s.published)
+		if status, body := writeStatus(t, old); status != 503 || !strings.Contains(body, "superseded") {
+			t.Fatalf("a write to the old primary: %d %s, want 503 superseded", status, body)
+		}
+		old.stop(t)
+	}
 }
 
 // A kill at any step of promote leaves the mirror (which follows on) or the

@@ -59,3 +59,42 @@ func promotedBy(chain *eventlog.Log, instance string) (bool, error) {
 		})
 	return found, err
 }
+
+// supersededAtOpen is the instance another node.promoted in the chain names,
+// when the chain's newest node.promoted is not dir's own: a node that caught
+// up past it once, then stopped, must stay superseded at every later start,
+// not only on the catch-up that met it. A data dir promote made, whose own
+// node.promoted is not recorded yet, is the newest instance and is not
+// superseded by the promotions before it.
+func supersededAtOpen(chain *eventlog.Log, dir datadir.Dir) (string, error) {
+	instance, err := dir.InstanceID()
+	if err != nil {
+		return "", err
+	}
+	var newest string
+	_, err = chain.QueryRaw(context.Background(), eventlog.Query{Type: events.TypeNodePromoted, Limit: 1 << 20},
+		func(_ uint64, raw []byte) (bool, error) {
+			var ev struct {
+				Payload events.NodePromoted `json:"payload"`
+			}
+			if err := json.Unmarshal(raw, &ev); err != nil {
+				return false, err
+			}
+			newest = ev.Payload.Instance
+			return true, nil
+		})
+	if err != nil || newest == "" || newest == instance {
+		return "", err
+	}
+	how, err := dir.Recovered()
+	if err != nil {
+		return "", err
+	}
+	if how == datadir.RecoveredByPromote {
+		mine, err := promotedBy(chain, instance)
+		if err != nil || !mine {
+			return "", err
+		}
+	}
+	return newest, nil
+}

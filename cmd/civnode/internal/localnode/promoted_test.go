@@ -120,3 +120,60 @@ func TestSupersededBy(t *testing.T) {
 		t.Errorf("another type: %q %v, want false", other, ok)
 	}
 }
+
+// supersededAtOpen names the newest node.promoted's instance when it is
+// not the data dir's own, except on a data dir promote made whose own
+// node.promoted is yet to come.
+func TestSupersededAtOpen(t *testing.T) {
+	ctx := context.Background()
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, err := eventlog.Open(eventlog.Options{InMemory: true, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer chain.Close()
+	dir := datadir.Dir(t.TempDir())
+	write := func(id string) {
+		t.Helper()
+		if err := os.WriteFile(dir.InstancePath(), []byte(id+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	promote := func(id string) {
+		t.Helper()
+		if _, err := chain.Append(ctx, eventlog.Draft{Type: events.TypeNodePromoted, Payload: events.NodePromoted{Instance: id, TreeSize: chain.TreeSize()}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(what, other string) {
+		t.Helper()
+		got, err := supersededAtOpen(chain, dir)
+		if err != nil || got != other {
+			t.Fatalf("%s: %q %v, want %q", what, got, err, other)
+		}
+	}
+	write("a")
+	want("no promotion", "")
+	promote("b")
+	want("the old primary a after b's promotion", "b")
+	write("b")
+	want("b itself", "")
+	write("c")
+	if err := dir.MarkRecovered(datadir.RecoveredByPromote); err != nil {
+		t.Fatal(err)
+	}
+	want("c, promoted, before its node.promoted", "")
+	if err := recordPromoted(ctx, chain, dir); err != nil {
+		t.Fatal(err)
+	}
+	want("c after its node.promoted", "")
+	promote("d")
+	want("c after d's promotion, its mark not yet cleared", "d")
+	if err := dir.ClearRecovered(); err != nil {
+		t.Fatal(err)
+	}
+	want("c after d's promotion", "d")
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
@@ -16,6 +17,7 @@ import (
 	civhttp "github.com/civnode/civnode/http"
 	"github.com/civnode/civnode/internal/logkey"
 	"github.com/civnode/civnode/stream"
+	"github.com/civnode/civnode/transparency"
 	"github.com/civnode/civnode/witness"
 )
 
@@ -48,6 +50,9 @@ type Config struct {
 	// Published are the directories and URLs the node's chain is published
 	// at (serve --published): the fork guard's sources.
 	Published []string
+	// Publish is where the node publishes its chain continuously (serve
+	// --publish-dir); its Target "": nowhere.
+	Publish Publishing
 	// Settings are logged with the "serving" line: the limits as given.
 	Settings []any
 
@@ -114,9 +119,17 @@ func (n *Node) openOwn(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	wcfg := cfg.Witnessing
+	if cfg.Publish.Target != "" {
+		pub, err := n.openPublisher(chain)
+		if err != nil {
+			return err
+		}
+		wcfg.Ceiling = pub.Ceiling
+	}
 	witnessed := make(chan struct{})
 	n.waits = append(n.waits, witnessed)
-	n.http.Witness, n.http.Witnesses, err = startWitnessing(n.bg, cfg.Witnessing, dir, key, chain, n.stream, logger, guard.WitnessAhead, witnessed)
+	n.http.Witness, n.http.Witnesses, err = startWitnessing(n.bg, wcfg, dir, key, chain, n.stream, logger, guard.WitnessAhead, witnessed)
 	return err
 }
 
@@ -141,11 +154,25 @@ func (n *Node) openForkGuard(ctx context.Context, chain *eventlog.Log) (*forkGua
 			return nil, err
 		}
 	}
+	published := cfg.Published
+	if t := cfg.Publish.Target; t != "" && !transparency.IsS3(t) {
+		published = append(slices.Clone(published), t)
+	}
 	g := newForkGuard(&forkGuard{chain: chain, dir: dir, logger: n.logger.With(logkey.Component, "fork_guard"),
-		published: cfg.Published, witnesses: remotes, quorum: cfg.Witnessing.Quorum, recovered: recovered,
+		published: published, witnesses: remotes, quorum: cfg.Witnessing.Quorum, recovered: recovered,
 		startWait: cfg.Witnessing.StartWait, instance: instance,
 		writable: func(ctx context.Context) error { return recordPromoted(ctx, chain, dir) }})
 	n.http.ForkGuard = g.Note
+	// Superseded once, superseded at every start: the catch-up that met
+	// another instance's node.promoted is not run again.
+	other, err := supersededAtOpen(chain, dir)
+	if err != nil {
+		return nil, err
+	}
+	if other != "" {
+		g.hold(eventlog.Behind{Reason: heldSuperseded, Size: chain.TreeSize(), Tip: chain.TreeSize(), Seen: "node.promoted of instance " + other})
+		g.setNote("another instance (%s) was promoted in this node's place: it appends nothing", other)
+	}
 	start := time.Now()
 	settled := g.checkOnce(ctx, 0)
 	n.goBackground(func(ctx context.Context) { g.run(ctx, start, settled) })
