@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
@@ -17,7 +16,6 @@ import (
 	civhttp "github.com/civnode/civnode/http"
 	"github.com/civnode/civnode/internal/logkey"
 	"github.com/civnode/civnode/stream"
-	"github.com/civnode/civnode/transparency"
 	"github.com/civnode/civnode/witness"
 )
 
@@ -50,9 +48,6 @@ type Config struct {
 	// Published are the directories and URLs the node's chain is published
 	// at (serve --published): the fork guard's sources.
 	Published []string
-	// Publish is where the node publishes its chain continuously (serve
-	// --publish-dir); its Target "": nowhere.
-	Publish Publishing
 	// Settings are logged with the "serving" line: the limits as given.
 	Settings []any
 
@@ -119,17 +114,9 @@ func (n *Node) openOwn(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	wcfg := cfg.Witnessing
-	if cfg.Publish.Target != "" {
-		pub, err := n.openPublisher(chain)
-		if err != nil {
-			return err
-		}
-		wcfg.Ceiling = pub.Ceiling
-	}
 	witnessed := make(chan struct{})
 	n.waits = append(n.waits, witnessed)
-	n.http.Witness, n.http.Witnesses, err = startWitnessing(n.bg, wcfg, dir, key, chain, n.stream, logger, guard.WitnessAhead, witnessed)
+	n.http.Witness, n.http.Witnesses, err = startWitnessing(n.bg, cfg.Witnessing, dir, key, chain, n.stream, logger, guard.WitnessAhead, witnessed)
 	return err
 }
 
@@ -154,12 +141,8 @@ func (n *Node) openForkGuard(ctx context.Context, chain *eventlog.Log) (*forkGua
 			return nil, err
 		}
 	}
-	published := cfg.Published
-	if t := cfg.Publish.Target; t != "" && !transparency.IsS3(t) {
-		published = append(slices.Clone(published), t)
-	}
 	g := newForkGuard(&forkGuard{chain: chain, dir: dir, logger: n.logger.With(logkey.Component, "fork_guard"),
-		published: published, witnesses: remotes, quorum: cfg.Witnessing.Quorum, recovered: recovered,
+		published: cfg.Published, witnesses: remotes, quorum: cfg.Witnessing.Quorum, recovered: recovered,
 		startWait: cfg.Witnessing.StartWait, instance: instance,
 		writable: func(ctx context.Context) error { return recordPromoted(ctx, chain, dir) }})
 	n.http.ForkGuard = g.Note
