@@ -60,6 +60,10 @@ type serveConfig struct {
 	// witnesses at a start that was not a recovery (docs/operations.md).
 	published        []string
 	witnessStartWait time.Duration
+	// publishDir is where the node publishes its chain continuously (a
+	// directory or s3://BUCKET/PREFIX), every publishInterval.
+	publishDir      string
+	publishInterval time.Duration
 	// mirrorOf, when set, serves a mirror of the node published there
 	// (mirror_serve.go), verified as mirror verifies it.
 	mirrorOf string
@@ -115,6 +119,8 @@ func newServeCommand(m *Main, g *globals) *cobra.Command {
 	f.StringArrayVar(&cfg.witnessFor, "witness-for", nil, "witness the log with the note verifier key `VKEY` at POST /v1/witness/add-checkpoint (repeatable)")
 	f.StringArrayVar(&cfg.published, "published", nil, "a `DIR|URL` where the node's chain is published (transparency publish, serve --publish-dir): the node appends nothing while it is behind it, and catches up from it (repeatable; docs/operations.md)")
 	f.DurationVar(&cfg.witnessStartWait, "witness-start-wait", localnode.DefaultWitnessStartWait, "how long a start waits for the --witness witnesses to say the chain is not behind them before it appends anyway (a restored, imported or promoted data dir waits for a quorum however long)")
+	f.StringVar(&cfg.publishDir, "publish-dir", "", "publish the chain from inside the node to `DIR|s3://BUCKET/PREFIX` as transparency publish does, every --publish-interval (S3: endpoint and credentials from AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION; docs/operations.md)")
+	f.DurationVar(&cfg.publishInterval, "publish-interval", localnode.DefaultPublishInterval, "time between two publishes to --publish-dir: the recovery point of a node whose disk is lost")
 	f.StringVar(&cfg.mirrorOf, "mirror-of", "", "follow the node published at `URL` and serve it read-only (see civnode mirror; docs/mirrors.md)")
 	cfg.mirror.add(cmd, "mirror-")
 	return cmd
@@ -141,6 +147,10 @@ func (cfg serveConfig) check() error {
 		return usageErrorf("--max-conns-per-addr must be 0 or more (0: no cap)")
 	case cfg.witnessStartWait <= 0:
 		return usageErrorf("--witness-start-wait must be more than 0")
+	case cfg.publishInterval <= 0:
+		return usageErrorf("--publish-interval must be more than 0")
+	case cfg.publishDir != "" && cfg.mirrorOf != "":
+		return usageErrorf("--publish-dir publishes a node's own chain; a mirror (--mirror-of) does not publish")
 	case cfg.modelCache < 1<<20:
 		return usageErrorf("--model-cache must be at least 1 MiB (1048576)")
 	case cfg.witnessQuorum < 1 || len(cfg.witnesses) > 0 && cfg.witnessQuorum > len(cfg.witnesses):
@@ -221,6 +231,7 @@ func (c *serveCmd) run(ctx context.Context) error {
 		Version: build.Version, Commit: build.Commit, GoVersion: build.GoVersion,
 		Witnessing:   localnode.Witnessing{Witnesses: cfg.witnesses, Quorum: cfg.witnessQuorum, For: cfg.witnessFor, StartWait: cfg.witnessStartWait},
 		Published:    cfg.published,
+		Publish:      localnode.Publishing{Target: cfg.publishDir, Interval: cfg.publishInterval, Getenv: c.m.Getenv},
 		Settings:     []any{"rate_limit", cfg.rateLimit, "max_conns", cfg.maxConns, "max_conns_per_addr", cfg.maxConnsPerAddr},
 		Logger:       logger,
 		TreeBuildBar: c.m.treeBuildBar(),

@@ -48,6 +48,9 @@ type Config struct {
 	// Published are the directories and URLs the node's chain is published
 	// at (serve --published): the fork guard's sources.
 	Published []string
+	// Publish is where the node publishes its chain continuously (serve
+	// --publish-dir); its Target "": nowhere.
+	Publish Publishing
 	// Settings are logged with the "serving" line: the limits as given.
 	Settings []any
 
@@ -114,9 +117,17 @@ func (n *Node) openOwn(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	wcfg := cfg.Witnessing
+	if cfg.Publish.Target != "" {
+		pub, err := n.openPublisher(chain)
+		if err != nil {
+			return err
+		}
+		wcfg.Ceiling = pub.Ceiling
+	}
 	witnessed := make(chan struct{})
 	n.waits = append(n.waits, witnessed)
-	n.http.Witness, n.http.Witnesses, err = startWitnessing(n.bg, cfg.Witnessing, dir, key, chain, n.stream, logger, guard.WitnessAhead, witnessed)
+	n.http.Witness, n.http.Witnesses, err = startWitnessing(n.bg, wcfg, dir, key, chain, n.stream, logger, guard.WitnessAhead, witnessed)
 	return err
 }
 
@@ -142,7 +153,7 @@ func (n *Node) openForkGuard(ctx context.Context, chain *eventlog.Log) (*forkGua
 		}
 	}
 	g := newForkGuard(&forkGuard{chain: chain, dir: dir, logger: n.logger.With(logkey.Component, "fork_guard"),
-		published: cfg.Published, witnesses: remotes, quorum: cfg.Witnessing.Quorum, recovered: recovered,
+		published: guardSources(cfg), witnesses: remotes, quorum: cfg.Witnessing.Quorum, recovered: recovered,
 		startWait: cfg.Witnessing.StartWait, instance: instance,
 		writable: func(ctx context.Context) error { return recordPromoted(ctx, chain, dir) }})
 	n.http.ForkGuard = g.Note

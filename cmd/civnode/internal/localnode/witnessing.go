@@ -24,6 +24,9 @@ type Witnessing struct {
 	// StartWait bounds the fork guard's wait for the witnesses at a start
 	// that was not a recovery; 0 is DefaultWitnessStartWait.
 	StartWait time.Duration
+	// Ceiling, if set, bounds the tree submitted to the witnesses to the
+	// one published (witness.SubmitterOptions.Ceiling).
+	Ceiling func() int64
 }
 
 // startWitnessing makes the node's witness (always: GET /v1/witness serves its
@@ -59,7 +62,7 @@ func startWitnessing(ctx context.Context, cfg Witnessing, dir datadir.Dir, key e
 	wlog := logger.With(logkey.Component, "witness")
 	sub, err := witness.NewSubmitter(witness.SubmitterOptions{
 		Log: chain, Witnesses: remotes, Quorum: cfg.Quorum, StatePath: dir.CosignaturesPath(),
-		Interval: stream.CheckpointInterval, Logger: wlog, OnAhead: ahead,
+		Interval: stream.CheckpointInterval, Logger: wlog, OnAhead: ahead, Ceiling: cfg.Ceiling,
 		OnWitnessed: func(size int64, note []byte) {
 			st.PublishWitnessed(size, note)
 			wlog.Info("witnessed checkpoint", logkey.TreeSize, size)
