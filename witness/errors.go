@@ -15,3 +15,8 @@ var ErrRedirect = errors.New("redirect refused")
 // ErrHeldSize is a 409 naming a size the witness cannot hold: beyond
 // eventlog.MaxTreeSize or beyond the tree the node submitted.
 var ErrHeldSize = errors.New("the witness names a size it cannot hold")
+
+// ErrHeldAnotherTree is a witness's 409 naming the very size asked about:
+// it holds another tree of that size, so the log it cosigned and the one
+// asking differ there.
+var ErrHeldAnotherTree = errors.New("the witness holds another tree of this size")

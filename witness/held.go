@@ -3,6 +3,7 @@ package witness
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -13,8 +14,9 @@ import (
 // log's checkpoint of size events, as an add-checkpoint request with old =
 // size: size when the witness cosigns it (it holds that tree, or no larger
 // one it would have to prove consistent), or the size its 409 names, larger
-// or smaller. A fork guard reads a larger answer as a checkpoint of the
-// log's key that the log does not have. client nil is a client of its own;
+// or smaller. A 409 naming size itself is ErrHeldAnotherTree: the witness
+// cosigned another tree of that size. A fork guard reads a larger answer as
+// a checkpoint of the log's key that the log does not have. client nil is a client of its own;
 // either way redirects stay on the witness's own scheme, host and port.
 func HeldSize(ctx context.Context, client *http.Client, r Remote, signed []byte, size int64) (int64, error) {
 	if client == nil {
@@ -26,6 +28,8 @@ func HeldSize(ctx context.Context, client *http.Client, r Remote, signed []byte,
 	switch {
 	case err == nil:
 		return size, nil
+	case errors.As(err, &conflict) && held == size:
+		return held, fmt.Errorf("%w: %d events", ErrHeldAnotherTree, size)
 	case errors.As(err, &conflict):
 		return held, nil
 	default:

@@ -2,6 +2,7 @@ package witness
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 )
@@ -48,5 +49,17 @@ func TestHeldSize(t *testing.T) {
 	}
 	if got := ask(4); got != 7 {
 		t.Errorf("asked with a smaller tree: %d, want its 7", got)
+	}
+
+	// Another log of the same key, of 7 events that differ from the 7 the
+	// witness cosigned.
+	other := newMemLog(t, 1)
+	other.append(t, "c", 7)
+	_, signed, err := other.TreeCheckpointAt(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := HeldSize(ctx, nil, r, signed, 7); !errors.Is(err, ErrHeldAnotherTree) {
+		t.Errorf("asked with another tree of the size it holds: %v, want ErrHeldAnotherTree", err)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -104,5 +105,56 @@ func TestRecoveredWaitsForItsWitnesses(t *testing.T) {
 	})
 	if fg := transparencyGuard(t, a); fg["writable"] != true || !strings.Contains(fg["note"].(string), "without word from") {
 		t.Errorf("fork_guard after the wait: %v", fg)
+	}
+}
+
+// A witness cosigned a tree whose bundles were published but whose
+// checkpoint and seal were not yet (a publisher killed between the two): a
+// restored node fetches that tail from the bundles beyond the seal, every
+// event checked against the node's key, and appends once the witness
+// cosigns the very tree it holds.
+func TestRestoredCatchesUpTheWitnessedTail(t *testing.T) {
+	g := newWitnessedBackup(t)
+	// The published directory as a publisher killed mid-way leaves it: the
+	// checkpoint and seal of the backup's tree, the bundles and tiles of the
+	// witnessed one.
+	early := filepath.Join(g.root, "early")
+	if r := runCLI(t, nil, "restore", g.backup, "--data-dir", early); r.code != 0 {
+		t.Fatalf("restore: %s", r.stderr)
+	}
+	pub := filepath.Join(g.root, "killed-publisher")
+	if r := runCLI(t, nil, "transparency", "publish", "--dir", pub, "--data-dir", early); r.code != 0 {
+		t.Fatalf("publish: %s%s", r.stdout, r.stderr)
+	}
+	kept := map[string][]byte{}
+	for _, f := range []string{"checkpoint", "seal"} {
+		b, err := os.ReadFile(filepath.Join(pub, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept[f] = b
+	}
+	if r := runCLI(t, nil, "transparency", "publish", "--dir", pub, "--data-dir", g.orig); r.code != 0 {
+		t.Fatalf("publish: %s%s", r.stdout, r.stderr)
+	}
+	for f, b := range kept {
+		if err := os.WriteFile(filepath.Join(pub, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	backupTip := openTipSeq(t, early)
+
+	restored := filepath.Join(g.root, "restored")
+	if r := runCLI(t, nil, "restore", g.backup, "--data-dir", restored); r.code != 0 {
+		t.Fatalf("restore: %s", r.stderr)
+	}
+	n := startNodeArgs(t, restored, "--witness", g.witnessArg, "--published", pub)
+	waitFor(t, "the restored node appends", func() (bool, string) {
+		status, body := writeStatus(t, n)
+		return status == http.StatusOK, body
+	})
+	n.stop(t)
+	if got := int64(openTipSeq(t, restored)); got != g.cosigned+1 || uint64(g.cosigned) <= backupTip {
+		t.Fatalf("tip %d after one write, want the witnessed %d + 1 (the backup had %d)", got, g.cosigned, backupTip)
 	}
 }

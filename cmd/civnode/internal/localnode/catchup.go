@@ -75,19 +75,26 @@ func CatchUp(ctx context.Context, chain *eventlog.Log, dir datadir.Dir, loc stri
 		return out, err
 	}
 	if out.Events > 0 {
-		instance, err := dir.InstanceID()
-		if err != nil {
-			return out, err
-		}
-		err = chain.Scan(uint64(from)+1, uint64(chain.TreeSize()), func(ev *eventlog.Event) error {
-			if other, ok := SupersededBy(*ev, instance); ok {
-				out.SupersededBy = other
-			}
-			return nil
-		})
-		if err != nil {
+		if out.SupersededBy, err = supersededSince(chain, dir, from); err != nil {
 			return out, err
 		}
 	}
 	return out, nil
+}
+
+// supersededSince is the instance a node.promoted after seq from names, if
+// it is another than dir's: a node promoted in this one's place.
+func supersededSince(chain *eventlog.Log, dir datadir.Dir, from int64) (string, error) {
+	instance, err := dir.InstanceID()
+	if err != nil {
+		return "", err
+	}
+	var other string
+	err = chain.Scan(uint64(from)+1, uint64(chain.TreeSize()), func(ev *eventlog.Event) error {
+		if o, ok := SupersededBy(*ev, instance); ok {
+			other = o
+		}
+		return nil
+	})
+	return other, err
 }

@@ -194,6 +194,11 @@ func (g *forkGuard) checkOnce(ctx context.Context, waited time.Duration) (settle
 	answered := 0
 	for _, r := range g.witnesses {
 		held, err := g.askWitness(ctx, r)
+		if errors.Is(err, witness.ErrHeldAnotherTree) {
+			g.hold(eventlog.Behind{Reason: heldForked, Size: held, Tip: tip, Fork: true, Seen: "witness " + r.Name()})
+			g.setNote("witness %s: %v", r.Name(), err)
+			return true
+		}
 		if err != nil {
 			unreached = append(unreached, "witness "+r.Name())
 			g.logger.Warn("the fork guard cannot learn what a witness holds", logkey.Witness, r.Name(), logkey.Err, err)
@@ -203,6 +208,15 @@ func (g *forkGuard) checkOnce(ctx context.Context, waited time.Duration) (settle
 		if held > seen.Size {
 			seen = sighting{Size: held, Where: "witness " + r.Name()}
 		}
+	}
+	if seen.Size > tip && g.catchUpTail(ctx, seen) {
+		// The tail a witness cosigned was fetched: the witnesses are asked
+		// again with the chain's new checkpoint, which they cosign only if
+		// it is the very tree they hold.
+		return g.checkOnce(ctx, waited)
+	}
+	if b := g.chain.Held(); b != nil && b.Reason == heldSuperseded {
+		return true
 	}
 	if seen.Size > tip {
 		// No published source holds the tail: the node waits for one
@@ -226,6 +240,41 @@ func (g *forkGuard) checkOnce(ctx context.Context, waited time.Duration) (settle
 	}
 	g.release(ctx)
 	return len(unreached) == 0
+}
+
+// catchUpTail fetches the events up to seen.Size from the bundles of the
+// first published source that holds them beyond its seal
+// (transparency.IngestTail): the tail of a tree a witness cosigned before
+// the publisher wrote its checkpoint. It reports whether the chain grew.
+func (g *forkGuard) catchUpTail(ctx context.Context, seen sighting) bool {
+	from := g.chain.TreeSize()
+	for _, loc := range g.published {
+		c, err := transparency.PublishedClient(loc)
+		if err != nil {
+			continue
+		}
+		n, err := transparency.IngestTail(ctx, c, g.chain, seen.Size)
+		c.Close()
+		if n > 0 {
+			g.logger.Info("caught up from published bundles beyond the seal", logkey.From, loc, logkey.Events, n, logkey.TreeSize, g.chain.TreeSize())
+		}
+		if err != nil {
+			g.logger.Warn("the tail a witness holds is not all published yet", logkey.From, loc, logkey.Err, err)
+		}
+		if g.chain.TreeSize() >= seen.Size {
+			break
+		}
+	}
+	if g.chain.TreeSize() == from {
+		return false
+	}
+	if other, err := supersededSince(g.chain, g.dir, from); err == nil && other != "" {
+		size := g.chain.TreeSize()
+		g.hold(eventlog.Behind{Reason: heldSuperseded, Size: size, Tip: size, Seen: "node.promoted of instance " + other})
+		g.setNote("another instance (%s) was promoted in this node's place: it appends nothing", other)
+		return false
+	}
+	return true
 }
 
 // sighting is the largest checkpoint of the node's key seen, and where.
