@@ -40,8 +40,8 @@ func newGuardNode(t *testing.T, behind int) guardNode {
 	return g
 }
 
-// publishedTreeSize is the tree size of the checkpoint published in dir.
-func publishedTreeSize(t *testing.T, dir string) int64 {
+// guardPublishedSize is the tree size of the checkpoint published in dir.
+func guardPublishedSize(t *testing.T, dir string) int64 {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, transparency.CheckpointFile))
 	if err != nil {
@@ -76,7 +76,7 @@ const guardMission = `{"title":"After the restore","description":"d","publisher"
 func TestRestoreNeverForksThePublishedChain(t *testing.T) {
 	for _, behind := range []int{0, 1, 300} {
 		g := newGuardNode(t, behind)
-		size := publishedTreeSize(t, g.published)
+		size := guardPublishedSize(t, g.published)
 		t.Run(fmt.Sprintf("%d behind, restore --published", behind), func(t *testing.T) {
 			dir := filepath.Join(g.root, "restored-published")
 			r := runCLI(t, nil, "restore", g.backup, "--data-dir", dir, "--published", g.published)

@@ -433,9 +433,19 @@ type process struct {
 // startProcess runs civnode serve on dir, with flags added to its own.
 func startProcess(t *testing.T, dir string, flags ...string) *process {
 	t.Helper()
+	return startProcessEnv(t, dir, nil, flags...)
+}
+
+// startProcessEnv is startProcess with env added to the process's
+// environment.
+func startProcessEnv(t *testing.T, dir string, env []string, flags ...string) *process {
+	t.Helper()
 	needBinary(t)
 	p := &process{stderr: &syncBuffer{}, waited: make(chan struct{})}
 	p.cmd = exec.Command(civnodeBin, append([]string{"serve", "--data-dir", dir, "--addr", "127.0.0.1:0"}, flags...)...)
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stderr = p.stderr
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
