@@ -279,9 +279,13 @@ func TestPromoteAsksTheWitnesses(t *testing.T) {
 	promoteRefused(t, s, "0 of the 1 witnesses answered", "--key", s.key(), "--published", s.published, "--witness", wkey+"@http://127.0.0.1:1/v1/witness")
 
 	s.catchUp(t)
-	size := publishedSize(t, s.published)
+	l := openTestLog(t, s.mirror)
+	size := l.TreeSize()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if size < cosigned {
-		t.Fatalf("published %d events, the witness cosigned %d", size, cosigned)
+		t.Fatalf("the mirror holds %d events, the witness cosigned %d", size, cosigned)
 	}
 	r := runCLI(t, nil, "promote", "--data-dir", s.mirror, "--key", s.key(), "--published", s.published, "--witness", wArg)
 	if r.code != 0 || !strings.Contains(r.stdout, "holds no larger tree") {
@@ -294,4 +298,17 @@ func TestPromoteAsksTheWitnesses(t *testing.T) {
 	})
 	n.stop(t)
 	requirePromotedChain(t, s.mirror, size)
+}
+
+// --no-published promotes without a published checkpoint, and says what
+// that risks.
+func TestPromoteNoPublishedWarns(t *testing.T) {
+	s := newStandby(t, 3)
+	r := runCLI(t, nil, "promote", "--data-dir", s.mirror, "--key", s.key(), "--no-published")
+	if r.code != 0 || !strings.Contains(r.stderr, "warning: the mirror (3 events) was not compared") {
+		t.Fatalf("promote --no-published: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := runCLI(t, nil, "promote", "--data-dir", s.mirror, "--key", s.key(), "--published", s.published, "--no-published"); r.code != 2 {
+		t.Fatalf("--published with --no-published: exit %d, want 2", r.code)
+	}
 }
