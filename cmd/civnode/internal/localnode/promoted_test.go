@@ -5,8 +5,11 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
@@ -176,4 +179,51 @@ func TestSupersededAtOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	want("c after d's promotion", "d")
+}
+
+// A first write (node.promoted) that fails holds the log again and keeps
+// the recovered mark, so the node never appends without it; the next
+// release tries it again.
+func TestReleaseKeepsTheMarkWhenTheFirstWriteFails(t *testing.T) {
+	ctx := context.Background()
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, err := eventlog.Open(eventlog.Options{InMemory: true, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer chain.Close()
+	dir := datadir.Dir(t.TempDir())
+	if err := dir.MarkRecovered(datadir.RecoveredByPromote); err != nil {
+		t.Fatal(err)
+	}
+	failed := errors.New("disk full")
+	calls := 0
+	g := newForkGuard(&forkGuard{chain: chain, dir: dir, logger: slog.New(slog.DiscardHandler), recovered: datadir.RecoveredByPromote,
+		writable: func(ctx context.Context) error {
+			calls++
+			if calls == 1 {
+				return failed
+			}
+			return recordPromoted(ctx, chain, dir)
+		}})
+	g.release(ctx)
+	if b := chain.Held(); b == nil || b.Reason != heldWaiting || !strings.Contains(b.Seen, "disk full") {
+		t.Fatalf("after a failed first write the hold is %+v, want waiting with the error", b)
+	}
+	if how, err := dir.Recovered(); err != nil || how != datadir.RecoveredByPromote {
+		t.Fatalf("after a failed first write the mark is %q %v", how, err)
+	}
+	g.release(ctx)
+	if b := chain.Held(); b != nil {
+		t.Fatalf("after the first write the log holds: %+v", b)
+	}
+	if how, err := dir.Recovered(); err != nil || how != "" {
+		t.Fatalf("after the first write the mark is %q %v, want none", how, err)
+	}
+	if got := promotedEvents(t, chain); calls != 2 || len(got) != 1 {
+		t.Fatalf("%d calls, node.promoted %+v; want 2 calls and one event", calls, got)
+	}
 }
