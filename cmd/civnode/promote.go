@@ -225,6 +225,15 @@ func (c *promoteCmd) askWitnesses(ctx context.Context, chain *eventlog.Log) erro
 			fmt.Fprintf(c.m.Stderr, "witness %s did not answer: %v\n", r.Name(), err)
 			continue
 		}
+		if held > size && c.published != "" {
+			// The origin may have stopped between the witness's cosignature
+			// and writing the checkpoint that names it: the tree's events
+			// are published in bundles beyond the seal.
+			if err := c.catchUpTail(ctx, chain, r.Name(), held); err != nil {
+				return err
+			}
+			size = chain.TreeSize()
+		}
 		if held > size {
 			return fmt.Errorf("witness %s holds a tree of %d events of the origin, the mirror %d: the origin published more than the mirror holds; catch the mirror up and promote again", r.Name(), held, size)
 		}
@@ -233,6 +242,28 @@ func (c *promoteCmd) askWitnesses(ctx context.Context, chain *eventlog.Log) erro
 	}
 	if answered < c.quorum {
 		return fmt.Errorf("%d of the %d witnesses answered, the quorum is %d: whether the origin published more than the mirror holds is not known", answered, len(c.witnesses), c.quorum)
+	}
+	return nil
+}
+
+// catchUpTail adds to the mirror the events of the tree of held events a
+// witness cosigned from the bundles published beyond the seal
+// (transparency.IngestTail), each checked against the origin's key and its
+// link. No signed checkpoint names that tree yet: the promoted node's fork
+// guard appends only once the witnesses cosign its checkpoint of it, which
+// they do only if it is the very tree they hold.
+func (c *promoteCmd) catchUpTail(ctx context.Context, chain *eventlog.Log, name string, held int64) error {
+	client, err := transparency.PublishedClient(c.published)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	n, err := transparency.IngestTail(ctx, client, chain, held)
+	if n > 0 {
+		fmt.Fprintf(c.m.Stdout, "witness %s holds a tree of %d events: %d more events taken from the bundles published beyond the seal (the promoted node appends once the witnesses cosign that tree)\n", name, held, n)
+	}
+	if err != nil && chain.TreeSize() < held {
+		fmt.Fprintf(c.m.Stderr, "the tail witness %s holds is not all published: %v\n", name, err)
 	}
 	return nil
 }
