@@ -84,6 +84,9 @@ func (c *importCmd) run(ctx context.Context, src string) (err error) {
 		return m.invalid(err)
 	}
 	fmt.Fprintf(m.Stdout, "imported %d events into %s\nnode      %s\ntip       seq %d, %s\n", rep.EventCount, dir, rep.NodeDID, rep.EventCount, rep.TipHash)
+	if err := localnode.AdoptPromotedInstance(n.Log, dir); err != nil {
+		return err
+	}
 	if err := catchUpPublished(ctx, m.Stdout, m.Stderr, n.Log, dir, c.published); err != nil {
 		return err
 	}

@@ -182,6 +182,28 @@ func TestPromoteStandby(t *testing.T) {
 	startNode(t, s.mirror).stop(t)
 	requirePromotedChain(t, s.mirror, 25)
 
+	// An import of the promoted node's chain continues its instance: it is
+	// not taken for a node the promotion superseded.
+	export := runCLI(t, nil, "export", "--data-dir", s.mirror)
+	if export.code != 0 {
+		t.Fatalf("export: %s", export.stderr)
+	}
+	bundle := filepath.Join(t.TempDir(), "bundle.json")
+	mustWrite(t, bundle, []byte(export.stdout))
+	imported := filepath.Join(t.TempDir(), "imported")
+	if r := runCLI(t, nil, "import", bundle, "--key", s.key(), "--data-dir", imported); r.code != 0 {
+		t.Fatalf("import: %s%s", r.stdout, r.stderr)
+	}
+	want, _ := os.ReadFile(filepath.Join(s.mirror, "instance"))
+	if got, _ := os.ReadFile(filepath.Join(imported, "instance")); string(got) != string(want) {
+		t.Fatalf("the imported instance %q, want the promoted node's %q", got, want)
+	}
+	in := startNode(t, imported)
+	if status, body := writeStatus(t, in); status != 201 && status != 200 {
+		t.Fatalf("a write to the imported promoted node: %d %s", status, body)
+	}
+	in.stop(t)
+
 	// The old primary comes back, told where the new node publishes: it
 	// catches up past node.promoted of another instance and appends nothing,
 	// then or at any later start.

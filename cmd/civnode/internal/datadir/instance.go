@@ -55,3 +55,18 @@ func (d Dir) newInstanceID() (string, error) {
 	}
 	return id, nil
 }
+
+// AdoptInstanceID sets the instance id of a data dir that has none yet to
+// id, durably; one it has already is kept and returned. A data dir rebuilt
+// from the chain alone (civnode import) continues the instance that signed
+// the chain's tail, as a restore from that instance's backup does.
+func (d Dir) AdoptInstanceID(id string) (string, error) {
+	err := atomicfile.Create(d.InstancePath(), []byte(id+"\n"), 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return d.InstanceID()
+	}
+	if err != nil {
+		return "", fmt.Errorf("write the instance id: %w", err)
+	}
+	return id, nil
+}

@@ -71,18 +71,7 @@ func supersededAtOpen(chain *eventlog.Log, dir datadir.Dir) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var newest string
-	_, err = chain.QueryRaw(context.Background(), eventlog.Query{Type: events.TypeNodePromoted, Limit: 1 << 20},
-		func(_ uint64, raw []byte) (bool, error) {
-			var ev struct {
-				Payload events.NodePromoted `json:"payload"`
-			}
-			if err := json.Unmarshal(raw, &ev); err != nil {
-				return false, err
-			}
-			newest = ev.Payload.Instance
-			return true, nil
-		})
+	newest, err := newestPromoted(chain)
 	if err != nil || newest == "" || newest == instance {
 		return "", err
 	}
@@ -97,4 +86,37 @@ func supersededAtOpen(chain *eventlog.Log, dir datadir.Dir) (string, error) {
 		}
 	}
 	return newest, nil
+}
+
+// newestPromoted is the instance the chain's newest node.promoted names, ""
+// when it holds none.
+func newestPromoted(chain *eventlog.Log) (string, error) {
+	var newest string
+	_, err := chain.QueryRaw(context.Background(), eventlog.Query{Type: events.TypeNodePromoted, Limit: 1 << 20},
+		func(_ uint64, raw []byte) (bool, error) {
+			var ev struct {
+				Payload events.NodePromoted `json:"payload"`
+			}
+			if err := json.Unmarshal(raw, &ev); err != nil {
+				return false, err
+			}
+			newest = ev.Payload.Instance
+			return true, nil
+		})
+	return newest, err
+}
+
+// AdoptPromotedInstance gives a data dir rebuilt from the chain alone
+// (civnode import), which has no instance id yet, the instance the chain's
+// newest node.promoted names: the imported node continues the instance that
+// signed the chain's tail, as a restore of that instance's backup would, and
+// is not taken for a node that instance superseded. A chain without
+// node.promoted leaves the id to be made at first start.
+func AdoptPromotedInstance(chain *eventlog.Log, dir datadir.Dir) error {
+	newest, err := newestPromoted(chain)
+	if err != nil || newest == "" {
+		return err
+	}
+	_, err = dir.AdoptInstanceID(newest)
+	return err
 }
