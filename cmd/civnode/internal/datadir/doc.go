@@ -27,7 +27,8 @@
 //	cosignatures.json  once a witness cosigned (serve --witness): the
 //	               cosignatures gathered and the witnessed checkpoint
 //	instance       the instance id: 32 random hex digits, made on first start
-//	               ([Dir.InstanceID]), new when civnode promote makes the dir
+//	               ([Dir.InstanceID]), new when civnode promote makes the dir,
+//	               the chain's promoted one after civnode import ([Dir.AdoptInstanceID])
 //	recovered      while a data dir made by restore, import or promote has not
 //	               yet been found up to date: how it was made ([Dir.MarkRecovered])
 //
