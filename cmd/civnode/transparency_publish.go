@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -64,22 +65,56 @@ func (cfg *treeDirCmd) run(ctx context.Context, logger *slog.Logger) (err error)
 			err = cerr
 		}
 	}()
+	witnessedOnly, err := cfg.hasWitnesses(ctx, src)
+	if err != nil {
+		return err
+	}
 	p, err := transparency.Publish(ctx, src, dir, transparency.PublishOptions{
 		Repaired: func(path string) {
 			fmt.Fprintf(m.Stderr, "civnode: %s did not match the node's tree (changed or lost since it was published); written again\n", path)
 		},
-		Progress: cfg.progress,
+		Progress:      cfg.progress,
+		WitnessedOnly: witnessedOnly,
 	})
 	if err != nil {
 		return err
 	}
-	return cfg.print(dir, p)
+	if err := cfg.print(dir, p); err != nil {
+		return err
+	}
+	if p.Waiting {
+		_, err = fmt.Fprintf(m.Stdout, "the node's newest tree (size %d) is not witnessed yet: its tiles and bundles are published, its checkpoint and seal will be once a quorum of the node's witnesses cosigned it (run again)\n", p.Tiles.Size)
+	}
+	return err
+}
+
+// hasWitnesses reports whether the node submits its checkpoints to
+// witnesses: its data dir holds their cosignatures, or its source serves a
+// witnessed checkpoint. Such a node's published checkpoint and seal are
+// only ever witnessed ones, as serve --publish-dir publishes them, so that a
+// mirror requiring witnesses never meets one that is not.
+func (cfg *treeDirCmd) hasWitnesses(ctx context.Context, src transparency.Source) (bool, error) {
+	m := cfg.m
+	if dir, err := datadir.Resolve(cfg.dataDir, m.Getenv, m.HomeDir); err == nil {
+		if _, err := os.Stat(dir.CosignaturesPath()); err == nil {
+			return true, nil
+		}
+	}
+	w, err := src.Witnessed(ctx)
+	if err != nil {
+		return false, fmt.Errorf("read the node's witnessed checkpoint: %w", err)
+	}
+	return w != nil, nil
 }
 
 func (cfg *treeDirCmd) print(dir string, p transparency.Published) error {
 	old, head, written, kept, repaired := p.Old, p.Head, p.Written, p.Kept, p.Repaired
 	var what string
 	switch {
+	case p.Waiting && !p.CheckpointWritten && head.Size == 0:
+		what = fmt.Sprintf("%s written, no checkpoint: no tree is witnessed yet", inTiles(written))
+	case p.Waiting && !p.CheckpointWritten:
+		what = fmt.Sprintf("%s written, checkpoint left at the newest witnessed tree", inTiles(written))
 	case old.Size == head.Size && p.CheckpointWritten:
 		what = "already published, witnessed checkpoint written"
 	case old.Size == head.Size:
