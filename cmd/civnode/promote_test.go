@@ -322,10 +322,13 @@ func TestPromoteAsksTheWitnesses(t *testing.T) {
 	requirePromotedChain(t, s.mirror, size)
 }
 
-// --no-published promotes without a published checkpoint, and says what
-// that risks.
+// A running mirror is not promoted; --no-published promotes without a
+// published checkpoint, and says what that risks.
 func TestPromoteNoPublishedWarns(t *testing.T) {
 	s := newStandby(t, 3)
+	running := startNodeArgs(t, s.mirror, "--mirror-of", s.url)
+	promoteRefused(t, s, "in use", "--key", s.key(), "--no-published")
+	running.stop(t)
 	r := runCLI(t, nil, "promote", "--data-dir", s.mirror, "--key", s.key(), "--no-published")
 	if r.code != 0 || !strings.Contains(r.stderr, "warning: the mirror (3 events) was not compared") {
 		t.Fatalf("promote --no-published: exit %d\n%s%s", r.code, r.stdout, r.stderr)
