@@ -13,6 +13,7 @@ type NodePromoted struct {
 	// digits, random, kept in the data dir's instance file.
 	Instance string `json:"instance"`
 	// TreeSize is the number of events the chain held when the new instance
-	// took over: the event itself is at seq TreeSize+1.
+	// took over: the event itself is at seq TreeSize+1, unless a write the
+	// fork guard let in at the same moment landed first.
 	TreeSize int64 `json:"tree_size"`
 }
