@@ -425,16 +425,11 @@ func publishTile(ctx context.Context, src Source, t tlog.Tile, target Target) (b
 // wrote.
 func publishBundle(ctx context.Context, src Source, n int64, w int, target Target) (bool, error) {
 	rel := BundlePath(n, w)
-	evs, err := src.Events(ctx, uint64(n*BundleSize)+1, w)
+	b, err := bundleBytes(ctx, src, uint64(n*BundleSize)+1, w)
 	if err != nil {
 		return false, fmt.Errorf("read the events of %s from %s: %w", rel, src.Via(), err)
 	}
-	var buf bytes.Buffer
-	for _, ev := range evs {
-		buf.Write(ev)
-		buf.WriteByte('\n')
-	}
-	return target.Put(ctx, rel, buf.Bytes())
+	return target.Put(ctx, rel, b)
 }
 
 // LockDir takes the lock Publish holds on the publish directory dir, so that

@@ -38,9 +38,9 @@ type Publishing struct {
 	// Getenv reads an S3 target's settings (AWS_ENDPOINT_URL, the
 	// credentials, the region).
 	Getenv func(string) string
-	// OnPublished, if set, is told of each publish that wrote something,
-	// with the time it ended (for the measure of the recovery point).
-	OnPublished func(p transparency.Published, at time.Time)
+	// OnPublished, if set, is told of each publish run, with the times it
+	// started and ended (for the measure of the recovery point).
+	OnPublished func(p transparency.Published, started, ended time.Time)
 }
 
 // publisher publishes the node's chain to a target every interval, in
@@ -164,6 +164,7 @@ func (p *publisher) once(ctx context.Context) error {
 	if tiled > 0 && size == tiled && w == p.witnessedSize {
 		return nil
 	}
+	started := time.Now()
 	res, err := transparency.PublishTo(ctx, p.src, p.target, transparency.PublishOptions{Done: tiled, WitnessedOnly: p.witnessed})
 	if err != nil {
 		return err
@@ -175,7 +176,7 @@ func (p *publisher) once(ctx context.Context) error {
 	}
 	p.checkpointed = res.Head.Size
 	if p.cfg.OnPublished != nil {
-		p.cfg.OnPublished(res, time.Now())
+		p.cfg.OnPublished(res, started, time.Now())
 	}
 	return nil
 }
