@@ -207,10 +207,13 @@ func (c *promoteCmd) askWitnesses(ctx context.Context, chain *eventlog.Log) erro
 	if len(c.witnesses) == 0 {
 		return nil
 	}
-	size := chain.TreeSize()
-	_, signed, err := chain.TreeCheckpointAt(size)
+	// Every witness is asked with the checkpoint of the seal's tree, the one
+	// the mirror holds signed; a tail taken for one witness only raises the
+	// tree the others' answers are held to.
+	asked := chain.TreeSize()
+	_, signed, err := chain.TreeCheckpointAt(asked)
 	if err != nil {
-		return fmt.Errorf("the origin's checkpoint of the mirror's tree (%d events), to ask the witnesses with: %w", size, err)
+		return fmt.Errorf("the origin's checkpoint of the mirror's tree (%d events), to ask the witnesses with: %w", asked, err)
 	}
 	answered := 0
 	for _, w := range c.witnesses {
@@ -219,22 +222,24 @@ func (c *promoteCmd) askWitnesses(ctx context.Context, chain *eventlog.Log) erro
 			return err
 		}
 		actx, cancel := context.WithTimeout(ctx, promoteAskTimeout)
-		held, err := witness.HeldSize(actx, nil, r, signed, size)
+		held, err := witness.HeldSize(actx, nil, r, signed, asked)
 		cancel()
+		if errors.Is(err, witness.ErrHeldAnotherTree) {
+			return fmt.Errorf("witness %s: %w: the mirror's chain is not the one the witness cosigned", r.Name(), err)
+		}
 		if err != nil {
 			fmt.Fprintf(c.m.Stderr, "witness %s did not answer: %v\n", r.Name(), err)
 			continue
 		}
-		if held > size && c.published != "" {
+		if held > chain.TreeSize() && c.published != "" {
 			// The origin may have stopped between the witness's cosignature
 			// and writing the checkpoint that names it: the tree's events
 			// are published in bundles beyond the seal.
 			if err := c.catchUpTail(ctx, chain, r.Name(), held); err != nil {
 				return err
 			}
-			size = chain.TreeSize()
 		}
-		if held > size {
+		if size := chain.TreeSize(); held > size {
 			return fmt.Errorf("witness %s holds a tree of %d events of the origin, the mirror %d: the origin published more than the mirror holds; catch the mirror up and promote again", r.Name(), held, size)
 		}
 		answered++
