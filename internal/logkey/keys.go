@@ -52,6 +52,7 @@ const (
 	HealthPolls         = "health_polls"
 	HTTPLimitPerS       = "http_limit_per_s"
 	HTTPLimitSignedPerS = "http_limit_signed_per_s"
+	Interval            = "interval"
 	LastSeq             = "last_seq"
 	Logs                = "logs"
 	Method              = "method"
@@ -119,5 +120,6 @@ const (
 	Wait                = "wait"
 	Why                 = "why"
 	Witness             = "witness"
+	WitnessedOnly       = "witnessed_only"
 	Witnesses           = "witnesses"
 )

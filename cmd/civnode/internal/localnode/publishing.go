@@ -101,7 +101,7 @@ func (p *publisher) Ceiling() int64 { return p.tiled.Load() }
 // does not extend stops the publishing for good (it is logged); any other
 // failure is retried at the next tick.
 func (p *publisher) run(ctx context.Context) {
-	p.logger.Info("publishing continuously", "interval", p.cfg.Interval.String(), "witnessed_only", p.witnessed)
+	p.logger.Info("publishing continuously", logkey.Interval, p.cfg.Interval.String(), logkey.WitnessedOnly, p.witnessed)
 	tick := time.NewTicker(p.cfg.Interval)
 	defer tick.Stop()
 	failing := false
