@@ -53,6 +53,7 @@ type request struct {
 	payloads [][]byte // canonical payloads of drafts, when known before sequencing
 	decide   func() ([]Draft, error)
 	stored   []*pending // events signed elsewhere, checked but not yet placed (Ingest)
+	pastHold bool       // AppendHeld: appended although the log holds
 	n        int        // events this request put in its group
 	events   []Event
 	err      error
@@ -270,8 +271,10 @@ func (l *Log) sequence(g *group, r *request, signer *signer) {
 	}
 	// Again here, where a hold set while the request was queued is seen
 	// before the request takes a seq.
-	if r.err = l.held(); r.err != nil {
-		return
+	if !r.pastHold {
+		if r.err = l.held(); r.err != nil {
+			return
+		}
 	}
 	drafts := r.drafts
 	if r.decide != nil {

@@ -1,6 +1,9 @@
 package eventlog
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+)
 
 // Behind is why a log holds its writes: a checkpoint of its own key that its
 // chain does not cover was seen somewhere. A node that signed on from such a
@@ -63,4 +66,18 @@ func (l *Log) held() error {
 		return &c
 	}
 	return nil
+}
+
+// AppendHeld appends drafts as Append does, although the log holds its
+// writes: the one write the holder makes itself before it releases (a
+// promoted node's node.promoted, which must come before any other).
+func (l *Log) AppendHeld(ctx context.Context, drafts ...Draft) ([]Event, error) {
+	if l.ReadOnly() {
+		return nil, ErrReadOnly
+	}
+	payloads, err := canonicalDrafts(drafts)
+	if err != nil {
+		return nil, err
+	}
+	return l.submit(ctx, &request{drafts: drafts, payloads: payloads, pastHold: true})
 }

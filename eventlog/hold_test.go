@@ -34,9 +34,15 @@ func TestHoldRefusesAppendsNotIngest(t *testing.T) {
 	if h := l.Held(); h == nil || h.Reason != "behind" {
 		t.Fatalf("Held = %+v", h)
 	}
+	if _, err := l.AppendHeld(ctx, draft("test.seq", "i", 5)); err != nil {
+		t.Fatalf("AppendHeld on a held log: %v", err)
+	}
+	if _, err := l.Append(ctx, draft("test.seq", "i", 9)); !errors.Is(err, ErrBehindPublished) {
+		t.Fatalf("Append after AppendHeld, still held: %v", err)
+	}
 	l.Release()
-	mustAppend(t, l, draft("test.seq", "i", 5))
-	if l.Tip().Seq != 5 {
-		t.Fatalf("tip %d, want 5", l.Tip().Seq)
+	mustAppend(t, l, draft("test.seq", "i", 6))
+	if l.Tip().Seq != 6 {
+		t.Fatalf("tip %d, want 6", l.Tip().Seq)
 	}
 }

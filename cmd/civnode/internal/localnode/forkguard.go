@@ -356,19 +356,14 @@ func (g *forkGuard) askWitness(ctx context.Context, r witness.Remote) (int64, er
 // release lets the log append, once the guard is satisfied; the first time,
 // the recovered mark is cleared and writable runs.
 func (g *forkGuard) release(ctx context.Context) {
-	if g.chain.Held() != nil {
-		g.logger.Info("the fork guard lets the node append", logkey.TreeSize, g.chain.TreeSize())
-	}
-	g.chain.Release()
 	g.mu.Lock()
 	first := !g.opened
 	g.opened = true
 	g.mu.Unlock()
-	if !first {
-		return
-	}
-	// writable first: it reads the mark (a promoted node's node.promoted).
-	if g.writable != nil {
+	// writable first, while the log still holds (it appends through
+	// AppendHeld), so a promoted node's node.promoted comes before any
+	// client's write; it reads the mark, cleared after it.
+	if first && g.writable != nil {
 		if err := g.writable(ctx); err != nil {
 			g.mu.Lock()
 			g.opened = false
@@ -377,7 +372,11 @@ func (g *forkGuard) release(ctx context.Context) {
 			return
 		}
 	}
-	if g.recovered != "" {
+	if g.chain.Held() != nil {
+		g.logger.Info("the fork guard lets the node append", logkey.TreeSize, g.chain.TreeSize())
+	}
+	g.chain.Release()
+	if first && g.recovered != "" {
 		if err := g.dir.ClearRecovered(); err != nil {
 			g.logger.Warn("clear the recovered mark", logkey.Err, err)
 		}

@@ -33,7 +33,7 @@ func recordPromoted(ctx context.Context, chain *eventlog.Log, dir datadir.Dir) e
 	size := chain.TreeSize()
 	// Not ctx alone: a stop that lands now must not leave a promoted node
 	// whose chain never says so once the mark is cleared.
-	_, err = chain.Append(context.WithoutCancel(ctx), eventlog.Draft{Type: events.TypeNodePromoted,
+	_, err = chain.AppendHeld(context.WithoutCancel(ctx), eventlog.Draft{Type: events.TypeNodePromoted,
 		Payload: events.NodePromoted{Instance: instance, TreeSize: size}})
 	if err != nil {
 		return fmt.Errorf("append %s: %w", events.TypeNodePromoted, err)
