@@ -41,6 +41,9 @@ type Publishing struct {
 	// OnPublished, if set, is told of each publish run, with the times it
 	// started and ended (for the measure of the recovery point).
 	OnPublished func(p transparency.Published, started, ended time.Time)
+	// OnRefused, if set, is told why the target refused the node's tree
+	// (transparency.ErrPublishRefused) when publishing stops on it.
+	OnRefused func(err error)
 }
 
 // publisher publishes the node's chain to a target every interval, in
@@ -57,6 +60,8 @@ type publisher struct {
 	witnessed bool
 	key       transparency.Key
 	logger    *slog.Logger
+	// ahead is the fork guard's Saw: the target holds a larger tree.
+	ahead func(where string, size int64)
 
 	// tiled is the size of the tree whose tiles and bundles are in the
 	// target, written by this process: the submitter's ceiling.
@@ -99,12 +104,16 @@ func (p *publisher) Ceiling() int64 { return p.tiled.Load() }
 // While the fork guard holds the log's writes it publishes nothing: a node
 // behind its published tree catches up from it first. A target the chain
 // does not extend stops the publishing for good (it is logged); any other
-// failure is retried at the next tick.
+// failure is retried at the next tick. A target that holds a larger tree
+// of the chain is the fork guard's news (ahead): the node appends nothing
+// until it holds that tree, and publishing resumes once it does (a fork
+// then stops it for good).
 func (p *publisher) run(ctx context.Context) {
 	p.logger.Info("publishing continuously", logkey.Interval, p.cfg.Interval.String(), logkey.WitnessedOnly, p.witnessed)
 	tick := time.NewTicker(p.cfg.Interval)
 	defer tick.Stop()
 	failing := false
+	behind := int64(0) // the target's larger tree, while the chain lacks it
 	for {
 		select {
 		case <-ctx.Done():
@@ -119,9 +128,10 @@ func (p *publisher) run(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		if p.chain.Held() != nil {
+		if p.chain.Held() != nil || p.chain.TreeSize() < behind {
 			continue
 		}
+		behind = 0
 		err := p.once(ctx)
 		switch {
 		case err == nil:
@@ -130,8 +140,17 @@ func (p *publisher) run(ctx context.Context) {
 			}
 			failing = false
 		case ctx.Err() != nil:
+		case errors.Is(err, transparency.ErrPublishRefused) && p.targetSize(ctx) > p.chain.TreeSize():
+			behind = p.targetSize(ctx)
+			p.logger.Error("publishing paused: the target holds a larger tree than the node's chain; nothing was overwritten", logkey.TreeSize, behind, logkey.Err, err)
+			if p.ahead != nil {
+				p.ahead(p.target.Where(""), behind)
+			}
 		case errors.Is(err, transparency.ErrPublishRefused):
 			p.logger.Error("publishing stopped: the target holds what the node's chain does not extend; nothing was overwritten", logkey.Err, err)
+			if p.cfg.OnRefused != nil {
+				p.cfg.OnRefused(err)
+			}
 			return
 		default:
 			if !failing {
@@ -140,6 +159,20 @@ func (p *publisher) run(ctx context.Context) {
 			failing = true
 		}
 	}
+}
+
+// targetSize is the size of the tree of the checkpoint in the target,
+// signed by the node's key; 0 when there is none or it cannot be read.
+func (p *publisher) targetSize(ctx context.Context) int64 {
+	b, err := p.target.Read(ctx, transparency.CheckpointFile)
+	if err != nil || b == nil {
+		return 0
+	}
+	h, err := p.key.OpenCheckpoint(b)
+	if err != nil {
+		return 0
+	}
+	return h.Size
 }
 
 // once publishes if the chain grew, or a newer tree was witnessed, since
@@ -183,7 +216,7 @@ func (p *publisher) once(ctx context.Context) error {
 
 // openPublisher starts publishing the node's chain to cfg.Publish's target
 // beside the server (publisher.run).
-func (n *Node) openPublisher(chain *eventlog.Log) (*publisher, error) {
+func (n *Node) openPublisher(chain *eventlog.Log, ahead func(where string, size int64)) (*publisher, error) {
 	cfg, dir := n.cfg, n.cfg.Dir
 	witnessed := len(cfg.Witnessing.Witnesses) > 0
 	src := transparency.LogSource(chain, string(dir))
@@ -194,6 +227,7 @@ func (n *Node) openPublisher(chain *eventlog.Log) (*publisher, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.ahead = ahead
 	n.goBackground(p.run)
 	return p, nil
 }

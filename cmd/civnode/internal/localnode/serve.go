@@ -119,7 +119,7 @@ func (n *Node) openOwn(ctx context.Context) error {
 	}
 	wcfg := cfg.Witnessing
 	if cfg.Publish.Target != "" {
-		pub, err := n.openPublisher(chain)
+		pub, err := n.openPublisher(chain, guard.Saw)
 		if err != nil {
 			return err
 		}
