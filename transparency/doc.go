@@ -36,15 +36,25 @@
 // [Publish] writes the C2SP tlog-tiles layout to a directory: CheckpointFile,
 // tile/<L>/<N>[.p/<W>] hash tiles of height TileHeight ([TilePath]), and
 // VerifierKeyFile; and, for mirrors, SealFile and the event bundles
-// (events/, [BundlePath]; see Bundles).
-// Every file goes to TmpDir, is synced and renamed into place
+// (events/, [BundlePath]; see Bundles). [PublishTo] is the same through a
+// [Target]: a directory ([DirTarget]) or an S3-compatible bucket
+// ([NewS3Target], s3://BUCKET/PREFIX, each path an object under the prefix
+// with a static host's [ContentType]); [OpenTarget] picks one from a
+// location. Every tile and bundle is durable (Target.Sync) before the seal
+// and the checkpoint are written. With PublishOptions.WitnessedOnly the
+// checkpoint and the seal are only of the node's newest witnessed tree,
+// which may be older than the tiles (its own partial tiles and bundle are
+// written with it; eventlog.Log.SealAt seals it); PublishOptions.Done lets a
+// publisher that runs every interval skip what it wrote before.
+// In a directory every file goes to TmpDir, is synced and renamed into place
 // (internal/atomicfile); the tiles' directories are synced before the
 // checkpoint is renamed, so a reader never sees a checkpoint whose tiles are
 // missing, and a run cut short is simply run again. LockFile keeps two runs
 // apart (flock on Linux and macOS), since an older checkpoint written last
 // would look like a rollback; [LockDir] takes the same lock for whatever must
-// see the directory still, as a copy to another host. It refuses a directory whose checkpoint is
-// another key's, of a larger tree, or of a tree the node's does not extend.
+// see the directory still, as a copy to another host. It refuses a target whose checkpoint is
+// another key's, of a larger tree, or of a tree the node's does not extend
+// (ErrPublishRefused).
 // The checkpoint it writes is the node's witnessed one (Source.Witnessed, with
 // the witnesses' cosignatures) when that is of the very tree published, so an
 // observer requiring witnesses can read the static copy too; else the plain

@@ -23,7 +23,11 @@
 // recorded before the oracle socket opens and node.stopped after it closes,
 // so every oracle event of a run falls between the two; the recorders stop
 // before NATS, and NATS before the log, so nothing is published or recorded
-// on a closed log.
+// on a closed log. With Config.Publish (serve --publish-dir) a node of its
+// own publishes its chain beside the server every interval (a publisher,
+// publishing.go), in transparency.PublishTo's crash-safe order, nothing
+// while the fork guard holds its writes; with witnesses it publishes only
+// witnessed checkpoints and is the submitter's Ceiling.
 //
 // It follows another node's chain (civnode mirror, and a mirror served):
 // OpenMirrorSource pins the origin's key and makes the client of the
