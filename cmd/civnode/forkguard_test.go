@@ -180,3 +180,43 @@ func TestPublishedForkHoldsTheNode(t *testing.T) {
 		t.Error("no evidence kept of the fork")
 	}
 }
+
+// A publish target that comes to hold what the chain does not extend (here
+// another node's checkpoint, written there while the node runs) stops the
+// publishing and holds the node's writes: a second writer, or a target two
+// nodes share, is a fork in the making.
+func TestPublishRefusedHoldsTheNode(t *testing.T) {
+	root := t.TempDir()
+	pub := filepath.Join(root, "pub")
+	n := startNodeArgs(t, filepath.Join(root, "node"), "--publish-dir", pub, "--publish-interval", "50ms")
+	waitFor(t, "the first publish", func() (bool, string) {
+		_, err := os.Stat(filepath.Join(pub, transparency.CheckpointFile))
+		return err == nil, fmt.Sprint(err)
+	})
+	other := filepath.Join(root, "other")
+	startNode(t, other).stop(t)
+	otherPub := filepath.Join(root, "other-pub")
+	if r := runCLI(t, nil, "transparency", "publish", "--dir", otherPub, "--data-dir", other); r.code != 0 {
+		t.Fatalf("publish: %s", r.stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(otherPub, transparency.CheckpointFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pub, transparency.CheckpointFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A write makes the next publish run, which meets the other checkpoint.
+	postOK(t, n.url, n.token, "/v1/civilization/bootstrap-identity", `{"display_name":"Ada Lovelace","public_id":"ada"}`)
+	waitFor(t, "the node holds its writes", func() (bool, string) {
+		fg := transparencyGuard(t, n)
+		return fg["writable"] == false && fg["reason"] == "forked", fmt.Sprint(fg)
+	})
+	status, body, err := postStatus(httpClient, n.url+"/v1/core/missions", n.token, []byte(guardMission))
+	if err != nil || status != http.StatusServiceUnavailable {
+		t.Fatalf("a write after the target refused the chain: %d %s %v", status, body, err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(pub, transparency.CheckpointFile)); string(got) != string(b) {
+		t.Error("the refused target was overwritten")
+	}
+}

@@ -107,6 +107,16 @@ func (g *forkGuard) Saw(where string, size int64) {
 	}
 }
 
+// PublishRefused is told that the node's publish target refused its tree
+// (a larger tree, another history, another key there): what the target
+// holds is a checkpoint the chain does not extend, or not of its key, so
+// the node appends nothing until an operator has looked (the target is
+// named, the reason in the note).
+func (g *forkGuard) PublishRefused(err error) {
+	g.hold(eventlog.Behind{Reason: heldForked, Tip: g.chain.TreeSize(), Fork: true, Seen: "the publish target"})
+	g.setNote("%v", err)
+}
+
 // WitnessAhead is witness.SubmitterOptions.OnAhead: a witness holds a larger
 // tree of the node's key.
 func (g *forkGuard) WitnessAhead(name string, size int64) { g.Saw("witness "+name, size) }

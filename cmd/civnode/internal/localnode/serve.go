@@ -119,6 +119,9 @@ func (n *Node) openOwn(ctx context.Context) error {
 	}
 	wcfg := cfg.Witnessing
 	if cfg.Publish.Target != "" {
+		// A target the chain does not extend, or another key's, holds the
+		// node's writes as any such checkpoint does.
+		n.cfg.Publish.OnRefused = guard.PublishRefused
 		pub, err := n.openPublisher(chain, guard.Saw)
 		if err != nil {
 			return err
