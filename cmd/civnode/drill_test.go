@@ -164,6 +164,7 @@ func drillRound(t *testing.T, omniBin string, store drillStore, prefix string, k
 
 	// Acknowledged writes the new primary lacks: within the recovery point.
 	lost := 0
+	var oldest time.Duration // the oldest lost write's age at the kill
 	for _, w := range before {
 		status, _, err := getStatus(np.url+"/v1/core/missions/"+w.id, np.token)
 		if err != nil {
@@ -173,11 +174,13 @@ func drillRound(t *testing.T, omniBin string, store drillStore, prefix string, k
 			continue
 		}
 		lost++
+		oldest = max(oldest, killedAt.Sub(w.at))
 		if killedAt.Sub(w.at) > drillRecoveryPoint {
 			t.Errorf("mission %s, acknowledged %v before the kill, is not on the new primary (recovery point %v)", w.id, killedAt.Sub(w.at).Round(time.Millisecond), drillRecoveryPoint)
 		}
 	}
-	t.Logf("%d writes acknowledged before the kill, %d of them lost; %d after the promotion", len(before), lost, len(after))
+	t.Logf("%d writes acknowledged before the kill, %d of them lost, the oldest acknowledged %v before it; %d after the promotion",
+		len(before), lost, oldest.Round(time.Millisecond), len(after))
 
 	// Both witnesses cosign the new primary's tree.
 	var st drillNode
