@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -85,4 +86,36 @@ func TestPublishDirWitnessed(t *testing.T) {
 		t.Fatalf("a mirror requiring the witness: exit %d\n%s", code, out)
 	}
 	t.Logf("%d checkpoints sampled, all cosigned; %d witnessed trees, all published; tip %d published and mirrored", samples, cosigned, tip)
+
+	// transparency publish on the stopped node's data dir follows the same
+	// rule: the chain grown past its witnessed tree (a write while started
+	// without the witness), the checkpoint it writes is still the cosigned
+	// one, and it says that the newest tree is not witnessed yet.
+	a.stop(t)
+	a = startNodeArgs(t, root+"/a", "--registry-url", "")
+	if _, err := bootstrapOnce(client, &process{url: a.url, token: a.token}, "pw-unwitnessed"); err != nil {
+		t.Fatal(err)
+	}
+	a.stop(t)
+	vout, code := runBinary(t, "verify", "--data-dir", root+"/a")
+	m := verifiedLine.FindStringSubmatch(vout)
+	if code != 0 || m == nil {
+		t.Fatalf("verify: exit %d\n%s", code, vout)
+	}
+	chain, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub2 := filepath.Join(root, "published-by-cli")
+	out, code = runBinary(t, "transparency", "publish", "--dir", pub2, "--data-dir", root+"/a")
+	if code != 0 {
+		t.Fatalf("transparency publish: exit %d\n%s", code, out)
+	}
+	b, err := os.ReadFile(filepath.Join(pub2, transparency.CheckpointFile))
+	if err != nil || !strings.Contains(string(b), "\n— "+witnessName+" ") {
+		t.Fatalf("transparency publish wrote a checkpoint without the cosignature (%v):\n%s\n%s", err, b, out)
+	}
+	if !strings.Contains(out, "is not witnessed yet") || treeSizeIn(t, pub2) >= chain {
+		t.Fatalf("transparency publish: checkpoint of %d events, chain of %d; output:\n%s", treeSizeIn(t, pub2), chain, out)
+	}
 }
