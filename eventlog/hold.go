@@ -32,7 +32,7 @@ func (b *Behind) Message() string {
 	case b.Size > b.Tip:
 		return fmt.Sprintf("%s holds a tree of %d events, %d more than this chain's %d; the node appends nothing until it has them", b.Seen, b.Size, b.Size-b.Tip, b.Tip)
 	default:
-		return b.Seen
+		return b.Seen + ": the node appends nothing"
 	}
 }
 
