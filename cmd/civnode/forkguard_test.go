@@ -220,3 +220,45 @@ func TestPublishRefusedHoldsTheNode(t *testing.T) {
 		t.Error("the refused target was overwritten")
 	}
 }
+
+// A published directory rolled back to an older copy of the chain (its tree
+// a prefix of the node's) is behind the node, not ahead: the node keeps its
+// whole chain and appends. One rolled back to another history of a smaller
+// size holds it, as a fork does.
+func TestPublishedRollbackOfTheSameChain(t *testing.T) {
+	g := newGuardNode(t, 5)
+	older := filepath.Join(g.root, "older")
+	// The published directory as it was at the backup's tree.
+	early := filepath.Join(g.root, "early")
+	if r := runCLI(t, nil, "restore", g.backup, "--data-dir", early); r.code != 0 {
+		t.Fatalf("restore: %s", r.stderr)
+	}
+	if r := runCLI(t, nil, "transparency", "publish", "--dir", older, "--data-dir", early); r.code != 0 {
+		t.Fatalf("publish: %s", r.stderr)
+	}
+	tip := openTipSeq(t, g.orig)
+	n := startNodeArgs(t, g.orig, "--published", older)
+	postOK(t, n.url, n.token, "/v1/core/missions", guardMission)
+	n.stop(t)
+	if got := openTipSeq(t, g.orig); got != tip+1 {
+		t.Fatalf("tip %d after one write, was %d", got, tip)
+	}
+
+	// The backup's copy, forked by one write, then published: a smaller
+	// tree that is not a prefix of the node's chain.
+	n = startNode(t, early)
+	postOK(t, n.url, n.token, "/v1/core/missions", guardMission)
+	n.stop(t)
+	forkedPub := filepath.Join(g.root, "forked-older")
+	if r := runCLI(t, nil, "transparency", "publish", "--dir", forkedPub, "--data-dir", early); r.code != 0 {
+		t.Fatalf("publish: %s", r.stderr)
+	}
+	n = startNodeArgs(t, g.orig, "--published", forkedPub)
+	if status, body, err := postStatus(httpClient, n.url+"/v1/core/missions", n.token, []byte(guardMission)); err != nil || status != http.StatusServiceUnavailable {
+		t.Fatalf("a write beside a smaller published fork: %d %s %v", status, body, err)
+	}
+	if fg := transparencyGuard(t, n); fg["reason"] != "forked" || !strings.Contains(fg["note"].(string), "the first event that differs is seq") {
+		t.Errorf("fork_guard: %v", fg)
+	}
+	n.stop(t)
+}
