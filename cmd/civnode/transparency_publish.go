@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/transparency"
 )
 
@@ -82,29 +83,37 @@ func (cfg *treeDirCmd) run(ctx context.Context, logger *slog.Logger) (err error)
 	if err := cfg.print(dir, p); err != nil {
 		return err
 	}
+	if !witnessedOnly && p.CheckpointWritten && !p.Witnessed {
+		if w, err := src.Witnessed(ctx); err == nil && w != nil {
+			fmt.Fprintln(m.Stderr, "civnode: the checkpoint written is not witnessed: the running node's newest tree is not cosigned yet, and through its API publish can seal only that tree (serve --publish-dir, or publish on the stopped data dir, publishes only witnessed ones)")
+		}
+	}
 	if p.Waiting {
 		_, err = fmt.Fprintf(m.Stdout, "the node's newest tree (size %d) is not witnessed yet: its tiles and bundles are published, its checkpoint and seal will be once a quorum of the node's witnesses cosigned it (run again)\n", p.Tiles.Size)
 	}
 	return err
 }
 
-// hasWitnesses reports whether the node submits its checkpoints to
-// witnesses: its data dir holds their cosignatures, or its source serves a
-// witnessed checkpoint. Such a node's published checkpoint and seal are
-// only ever witnessed ones, as serve --publish-dir publishes them, so that a
-// mirror requiring witnesses never meets one that is not.
-func (cfg *treeDirCmd) hasWitnesses(ctx context.Context, src transparency.Source) (bool, error) {
+// hasWitnesses reports whether the node of a stopped data dir submits its
+// checkpoints to witnesses: the data dir holds their cosignatures. Such a
+// node's published checkpoint and seal are then only ever witnessed ones,
+// as serve --publish-dir publishes them, so that a mirror requiring
+// witnesses never meets one that is not. Through a running node's API,
+// which seals only its current tree, the witnessed checkpoint is written
+// when it is of that tree, else the plain one (unwitnessedNote).
+func (cfg *treeDirCmd) hasWitnesses(_ context.Context, src transparency.Source) (bool, error) {
+	if _, own := src.(interface {
+		SealAt(context.Context, int64) (eventlog.Seal, error)
+	}); !own {
+		return false, nil
+	}
 	m := cfg.m
-	if dir, err := datadir.Resolve(cfg.dataDir, m.Getenv, m.HomeDir); err == nil {
-		if _, err := os.Stat(dir.CosignaturesPath()); err == nil {
-			return true, nil
-		}
-	}
-	w, err := src.Witnessed(ctx)
+	dir, err := datadir.Resolve(cfg.dataDir, m.Getenv, m.HomeDir)
 	if err != nil {
-		return false, fmt.Errorf("read the node's witnessed checkpoint: %w", err)
+		return false, err
 	}
-	return w != nil, nil
+	_, err = os.Stat(dir.CosignaturesPath())
+	return err == nil, nil
 }
 
 func (cfg *treeDirCmd) print(dir string, p transparency.Published) error {
