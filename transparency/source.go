@@ -1,6 +1,7 @@
 package transparency
 
 import (
+	"encoding/json"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -150,6 +151,22 @@ type Summary struct {
 		TreeSize   int64  `json:"tree_size"`
 		Checkpoint string `json:"checkpoint"`
 	} `json:"witnessed"`
+	// Witnesses are the witnesses the node submits to, one status each.
+	Witnesses []json.RawMessage `json:"witnesses"`
+}
+
+// SubmitsToWitnesses reports whether the node a Source reads through its API
+// submits its checkpoints to witnesses; false for any other Source.
+func SubmitsToWitnesses(ctx context.Context, src Source) (bool, error) {
+	s, ok := src.(apiSource)
+	if !ok {
+		return false, nil
+	}
+	var sum Summary
+	if err := s.c.getJSON(ctx, "/v1/transparency", &sum); err != nil {
+		return false, err
+	}
+	return len(sum.Witnesses) > 0, nil
 }
 
 func (s apiSource) Head(ctx context.Context) (string, []byte, error) {

@@ -67,7 +67,8 @@ func lagging(t *testing.T, to string, max time.Duration) *httptest.Server {
 
 // TestServeMirrorWaitsForWitnesses: a mirror that requires a witness
 // (serve --mirror-of --mirror-witness) follows a published directory that
-// civnode transparency publish rewrites right after each of 50 writes, while
+// civnode transparency publish --unwitnessed rewrites right after each of 50
+// writes (a publisher that does not wait for the witnesses), while
 // the witness, behind a proxy that delays it up to 2 s, has cosigned none of
 // those trees yet. The mirror never exits: it says it is retrying, how far
 // behind it is and why, and serves what it holds; once the origin's newest
@@ -89,7 +90,7 @@ func TestServeMirrorWaitsForWitnesses(t *testing.T) {
 	s := newSurvey(t, a.url, a.token)
 
 	pub := filepath.Join(root, "pub")
-	trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", root+"/a")
+	trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", root+"/a", "--unwitnessed")
 	static := httptest.NewServer(http.FileServer(http.Dir(pub)))
 	defer static.Close()
 	// Its first seal is not cosigned yet either: the mirror starts and waits.
@@ -115,7 +116,7 @@ func TestServeMirrorWaitsForWitnesses(t *testing.T) {
 
 	for i := range 50 {
 		s.publish(fmt.Sprintf("Survey %d", i))
-		trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", root+"/a")
+		trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", root+"/a", "--unwitnessed")
 		select {
 		case <-exited:
 			t.Fatalf("the mirror exited after publish %d\n%s", i+1, log())
@@ -146,7 +147,7 @@ func TestServeMirrorWaitsForWitnesses(t *testing.T) {
 	}
 
 	witnessed := waitWitnessed(t, a.url, a.token)
-	trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", root+"/a")
+	trMust(t, "transparency", "publish", "--dir", pub, "--data-dir", root+"/a", "--unwitnessed")
 	waitRunning(t, "the mirror at the newest witnessed tree", exited, log, func() bool {
 		v = viewOf(t, p)
 		return v.TreeSize == witnessed.TreeSize && v.Witnessed != nil && v.Witnessed.TreeSize == witnessed.TreeSize &&

@@ -24,6 +24,9 @@ type treeDirCmd struct {
 	dir     string
 	dataDir string
 	addr    string
+	// unwitnessed publishes a running node's newest checkpoint even while
+	// its witnesses have not cosigned it.
+	unwitnessed bool
 }
 
 func newTransparencyPublishCommand(m *Main, g *globals) *cobra.Command {
@@ -48,6 +51,7 @@ func newTransparencyPublishCommand(m *Main, g *globals) *cobra.Command {
 	f.StringVar(&cfg.dir, "dir", "", "directory to write the checkpoint and tiles to (created if missing)")
 	f.StringVar(&cfg.dataDir, "data-dir", "", datadir.Help)
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "address HOST:PORT of the node running on --data-dir, used when its control.sock cannot be reached")
+	f.BoolVar(&cfg.unwitnessed, "unwitnessed", false, "publish a running node's newest checkpoint even while its witnesses have not cosigned it (a mirror that requires them waits for a cosigned one)")
 	return cmd
 }
 
@@ -85,7 +89,7 @@ func (cfg *treeDirCmd) run(ctx context.Context, logger *slog.Logger) (err error)
 	}
 	if !witnessedOnly && p.CheckpointWritten && !p.Witnessed {
 		if w, err := src.Witnessed(ctx); err == nil && w != nil {
-			fmt.Fprintln(m.Stderr, "civnode: the checkpoint written is not witnessed: the running node's newest tree is not cosigned yet, and through its API publish can seal only that tree (serve --publish-dir, or publish on the stopped data dir, publishes only witnessed ones)")
+			fmt.Fprintln(m.Stderr, "civnode: the checkpoint written is not witnessed (--unwitnessed): the running node's newest tree is not cosigned yet; a mirror that requires its witnesses waits for a cosigned one")
 		}
 	}
 	if p.Waiting {
@@ -94,18 +98,22 @@ func (cfg *treeDirCmd) run(ctx context.Context, logger *slog.Logger) (err error)
 	return err
 }
 
-// hasWitnesses reports whether the node of a stopped data dir submits its
-// checkpoints to witnesses: the data dir holds their cosignatures. Such a
-// node's published checkpoint and seal are then only ever witnessed ones,
-// as serve --publish-dir publishes them, so that a mirror requiring
-// witnesses never meets one that is not. Through a running node's API,
-// which seals only its current tree, the witnessed checkpoint is written
-// when it is of that tree, else the plain one (unwitnessedNote).
-func (cfg *treeDirCmd) hasWitnesses(_ context.Context, src transparency.Source) (bool, error) {
+// hasWitnesses reports whether the node submits its checkpoints to
+// witnesses: a stopped data dir holds their cosignatures, a running node
+// lists them in GET /v1/transparency. Such a node's published checkpoint
+// and seal are then only ever witnessed ones, as serve --publish-dir
+// publishes them, so that a mirror requiring witnesses never meets one that
+// is not. Through a running node's API, which seals only its current tree,
+// the checkpoint is written once that tree is cosigned; --unwitnessed writes
+// the plain one meanwhile.
+func (cfg *treeDirCmd) hasWitnesses(ctx context.Context, src transparency.Source) (bool, error) {
 	if _, own := src.(interface {
 		SealAt(context.Context, int64) (eventlog.Seal, error)
 	}); !own {
-		return false, nil
+		if cfg.unwitnessed {
+			return false, nil
+		}
+		return transparency.SubmitsToWitnesses(ctx, src)
 	}
 	m := cfg.m
 	dir, err := datadir.Resolve(cfg.dataDir, m.Getenv, m.HomeDir)
