@@ -1,9 +1,9 @@
 package transparency
 
 import (
-	"encoding/json"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"strconv"
