@@ -109,6 +109,27 @@ func TestRestoreNeverForksThePublishedChain(t *testing.T) {
 				t.Errorf("the recovered mark outlived the guard's check: %v", err)
 			}
 		})
+		t.Run(fmt.Sprintf("%d behind, serve --publish-dir", behind), func(t *testing.T) {
+			// The node publishes where it published before: that directory,
+			// holding a checkpoint, is a source the node catches up from
+			// before it appends, and then publishes on.
+			pub := filepath.Join(g.root, fmt.Sprintf("publish-dir-%d", behind))
+			if err := os.CopyFS(pub, os.DirFS(g.published)); err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(g.root, "restored-publish-dir")
+			if r := runCLI(t, nil, "restore", g.backup, "--data-dir", dir); r.code != 0 {
+				t.Fatalf("restore: %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			n := startNodeArgs(t, dir, "--publish-dir", pub, "--publish-interval", "50ms")
+			postOK(t, n.url, n.token, "/v1/core/missions", guardMission)
+			n.stop(t)
+			assertExtendsPublished(t, dir, g.published)
+			assertExtendsPublished(t, dir, pub)
+			if got := guardPublishedSize(t, pub); got <= size {
+				t.Errorf("the node published a tree of %d after its write, the old one had %d", got, size)
+			}
+		})
 	}
 }
 
