@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/civnode/civnode/transparency"
 )
@@ -281,5 +282,31 @@ func TestPublishedRollbackOfTheSameChain(t *testing.T) {
 	if fg := transparencyGuard(t, n); fg["reason"] != "forked" || !strings.Contains(fg["note"].(string), "the first event that differs is seq") {
 		t.Errorf("fork_guard: %v", fg)
 	}
+	n.stop(t)
+}
+
+// A restored data dir told where its chain is published waits, read-only,
+// until it can read it, however long: what it lacks is there. A node that
+// was not restored goes on after --witness-start-wait.
+func TestRestoredWaitsForItsPublishedSource(t *testing.T) {
+	g := newGuardNode(t, 3)
+	dir := filepath.Join(g.root, "restored")
+	if r := runCLI(t, nil, "restore", g.backup, "--data-dir", dir); r.code != 0 {
+		t.Fatalf("restore: %s", r.stderr)
+	}
+	gone := "http://" + freeLoopbackAddr(t)
+	n := startNodeArgs(t, dir, "--published", gone, "--witness-start-wait", "200ms")
+	time.Sleep(time.Second)
+	status, body, err := postStatus(httpClient, n.url+"/v1/core/missions", n.token, []byte(guardMission))
+	if err != nil || status != http.StatusServiceUnavailable || !strings.Contains(string(body), `"reason":"waiting"`) {
+		t.Fatalf("a restored node whose published source cannot be read: %d %s %v", status, body, err)
+	}
+	n.stop(t)
+
+	n = startNodeArgs(t, g.orig, "--published", gone, "--witness-start-wait", "200ms")
+	waitFor(t, "the node that was not restored appends", func() (bool, string) {
+		status, body, err := postStatus(httpClient, n.url+"/v1/core/missions", n.token, []byte(guardMission))
+		return err == nil && status == http.StatusOK, fmt.Sprint(status, string(body), err)
+	})
 	n.stop(t)
 }

@@ -172,6 +172,7 @@ func (g *forkGuard) checkOnce(ctx context.Context, waited time.Duration) (settle
 		return g.forked(err)
 	}
 	unreached := []string{}
+	sourcesUnread := 0
 	for _, loc := range g.published {
 		rep, err := CatchUp(ctx, g.chain, g.dir, loc)
 		if rep.Events > 0 {
@@ -192,6 +193,7 @@ func (g *forkGuard) checkOnce(ctx context.Context, waited time.Duration) (settle
 				return false
 			}
 			unreached = append(unreached, loc)
+			sourcesUnread++
 			g.logger.Warn("the fork guard cannot read a published source", logkey.From, loc, logkey.Err, err)
 			continue
 		}
@@ -241,6 +243,12 @@ func (g *forkGuard) checkOnce(ctx context.Context, waited time.Duration) (settle
 	case g.recovered != "" && !quorum:
 		g.hold(eventlog.Behind{Reason: heldWaiting, Tip: tip,
 			Seen: fmt.Sprintf("a data dir made by %s waits for a quorum of its witnesses (%d of %d answered; unreached: %v)", g.recovered, answered, g.quorum, unreached)})
+		return false
+	case g.recovered != "" && sourcesUnread > 0:
+		// A recovered chain told where it is published waits to read it:
+		// what it lacks is there.
+		g.hold(eventlog.Behind{Reason: heldWaiting, Tip: tip,
+			Seen: fmt.Sprintf("a data dir made by %s waits to read where it is published (unreached: %v)", g.recovered, unreached)})
 		return false
 	case waited < g.startWait:
 		return false
