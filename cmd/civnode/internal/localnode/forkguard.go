@@ -59,8 +59,11 @@ type forkGuard struct {
 	// mark: the node appends nothing until writable has run.
 	writable func(ctx context.Context) error
 
-	mu      sync.Mutex
-	note    string
+	mu   sync.Mutex
+	note string
+	// told is the largest tree Saw was told of: a source that said so
+	// and then cannot be reached has not taken it back.
+	told    sighting
 	recheck chan struct{}
 	opened  bool // writable was called
 }
@@ -100,6 +103,11 @@ func (g *forkGuard) Saw(where string, size int64) {
 	if size <= tip {
 		return
 	}
+	g.mu.Lock()
+	if size > g.told.Size {
+		g.told = sighting{Size: size, Where: where}
+	}
+	g.mu.Unlock()
 	g.hold(eventlog.Behind{Reason: heldBehind, Size: size, Tip: tip, Seen: where})
 	select {
 	case g.recheck <- struct{}{}:
@@ -171,6 +179,11 @@ func (g *forkGuard) checkOnce(ctx context.Context, waited time.Duration) (settle
 	if err != nil {
 		return g.forked(err)
 	}
+	g.mu.Lock()
+	if g.told.Size > seen.Size {
+		seen = g.told
+	}
+	g.mu.Unlock()
 	unreached := []string{}
 	sourcesUnread := 0
 	for _, loc := range g.published {
