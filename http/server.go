@@ -607,6 +607,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       s.idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+		Protocols:         servedProtocols(ln), // HTTP/2 over a TLSListener (tls.go)
 	}
 	cl := limitConns(ln, s.maxConns)
 	cl.perAddr, cl.anonIdle = s.maxConnsPerAddr, min(s.anonIdleTimeout, s.idleTimeout)

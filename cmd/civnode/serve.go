@@ -68,6 +68,9 @@ type serveConfig struct {
 	// (mirror_serve.go), verified as mirror verifies it.
 	mirrorOf string
 	mirror   mirrorFlags
+	// tls is the node's HTTPS (--tls-cert, --tls-key, --tls-client-ca) and
+	// --allow-plain-http (docs/deploying.md).
+	tls localnode.TLS
 }
 
 // serveCmd is civnode serve: its flags, and the node they configure.
@@ -122,6 +125,10 @@ func newServeCommand(m *Main, g *globals) *cobra.Command {
 	f.StringVar(&cfg.publishDir, "publish-dir", "", "publish the chain from inside the node to `DIR|s3://BUCKET/PREFIX` as transparency publish does, every --publish-interval (S3: endpoint and credentials from AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION; docs/operations.md)")
 	f.DurationVar(&cfg.publishInterval, "publish-interval", localnode.DefaultPublishInterval, "time between two publishes to --publish-dir: the recovery point of a node whose disk is lost")
 	f.StringVar(&cfg.mirrorOf, "mirror-of", "", "follow the node published at `URL` and serve it read-only (see civnode mirror; docs/mirrors.md)")
+	f.StringVar(&cfg.tls.CertFile, "tls-cert", "", "serve HTTPS with the PEM certificate (chain) in `FILE`, reloaded when it changes or on SIGHUP; needs --tls-key (docs/deploying.md)")
+	f.StringVar(&cfg.tls.KeyFile, "tls-key", "", "the PEM private key of --tls-cert, in `FILE`; reloaded with it")
+	f.StringVar(&cfg.tls.ClientCAFile, "tls-client-ca", "", "require client certificates that chain to a CA in the PEM `FILE` (mutual TLS; needs --tls-cert)")
+	f.BoolVar(&cfg.tls.AllowPlainHTTP, "allow-plain-http", false, "serve plain HTTP on an --addr that is not loopback (behind a proxy that terminates TLS); warned of at each start")
 	cfg.mirror.add(cmd, "mirror-")
 	return cmd
 }
@@ -216,7 +223,7 @@ func (c *serveCmd) run(ctx context.Context) error {
 	}
 	build := readBuildInfo()
 	lc := localnode.Config{
-		Dir: dir, Addr: cfg.addr, Catalog: cat, RegistryURL: cfg.registryURL, ModelCache: cfg.modelCache,
+		Dir: dir, Addr: cfg.addr, TLS: cfg.tls, Catalog: cat, RegistryURL: cfg.registryURL, ModelCache: cfg.modelCache,
 		HTTP: civhttp.Options{
 			Governs:         cfg.governs,
 			PageBytes:       cfg.pageBytes,
@@ -236,7 +243,7 @@ func (c *serveCmd) run(ctx context.Context) error {
 		Logger:       logger,
 		TreeBuildBar: c.m.treeBuildBar(),
 		Listening: func(addr string) error {
-			if _, err := fmt.Fprintf(c.m.Stdout, "civnode listening on http://%s\n", addr); err != nil {
+			if _, err := fmt.Fprintf(c.m.Stdout, "civnode listening on %s://%s\n", cfg.tls.Scheme(), addr); err != nil {
 				return fmt.Errorf("print listening line: %w", err)
 			}
 			return nil

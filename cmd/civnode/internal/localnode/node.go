@@ -2,6 +2,7 @@ package localnode
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -74,6 +75,22 @@ func OpenNode(ctx context.Context, cfg Config) (*Node, error) {
 // open is OpenNode's sequence; on an error, n holds what it opened.
 func (n *Node) open(ctx context.Context) error {
 	cfg, logger, dir := n.cfg, n.logger, n.cfg.Dir
+	// First, so that files that cannot be served stop the start before
+	// anything is created or opened.
+	if err := cfg.TLS.check(cfg.Addr, logger); err != nil {
+		return err
+	}
+	var tlsConfig *tls.Config
+	if cfg.TLS.Enabled() {
+		certs, err := newCertReloader(cfg.TLS.CertFile, cfg.TLS.KeyFile, logger)
+		if err != nil {
+			return err
+		}
+		if tlsConfig, err = cfg.TLS.config(certs); err != nil {
+			return err
+		}
+		n.goBackground(certs.run)
+	}
 	if err := dir.Create(logger); err != nil {
 		return err
 	}
@@ -89,6 +106,9 @@ func (n *Node) open(ctx context.Context) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	n.addr = ln.Addr().String()
+	if tlsConfig != nil {
+		ln = civhttp.TLSListener(ln, tlsConfig) // the control socket below stays plain
+	}
 	// After the store opened: its lock proves that a socket already in the
 	// data dir is stale.
 	if sock := listenControlSocket(dir.SocketPath(), logger); sock != nil {

@@ -30,6 +30,9 @@ type Config struct {
 	RegistryURL string
 	// ModelCache is the read models' write-through cache, in bytes.
 	ModelCache int64
+	// TLS is the node's HTTPS, if any (serve --tls-cert); without it, plain
+	// HTTP beyond loopback needs TLS.AllowPlainHTTP.
+	TLS TLS
 	// Mirror, if set, makes the node a read-only mirror of the origin at
 	// this source (serve --mirror-of); nil: the node's own chain.
 	Mirror *MirrorSource
