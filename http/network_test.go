@@ -141,9 +141,11 @@ func TestNetworkStatusLeafLink(t *testing.T) {
 // Every sealed export is announced on civnode.<node>.exports with the bundle's
 // own seal, and audited as export.sealed.
 func TestExportNotice(t *testing.T) {
-	n := newStreamNode(t, streamNodeConfig{stream: stream.Options{Listen: "127.0.0.1:0"}})
+	const portToken = "port-observer-token"
+	n := newStreamNode(t, streamNodeConfig{stream: stream.Options{Listen: "127.0.0.1:0",
+		Authenticate: func(tok string) (string, bool) { return "observer", tok == portToken }}})
 	n.appendEvents("test.x", "test.y")
-	nc, err := nats.Connect("nats://"+n.st.Status().NATS.Listen, nats.Timeout(waitDeadline))
+	nc, err := nats.Connect("nats://"+n.st.Status().NATS.Listen, nats.Timeout(waitDeadline), nats.Token(portToken))
 	if err != nil {
 		t.Fatal(err)
 	}

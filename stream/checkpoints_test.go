@@ -18,7 +18,7 @@ import (
 // subscribed; it returns once ctx is done.
 func TestPublishCheckpoints(t *testing.T) {
 	n := newNode(t, stream.Options{Listen: "127.0.0.1:0"})
-	nc, err := nats.Connect("nats://"+n.st.Status().NATS.Listen, nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	nc, err := nats.Connect(n.url(), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 	if err != nil {
 		t.Fatal(err)
 	}

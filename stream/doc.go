@@ -77,4 +77,13 @@
 // MaxSubs and MaxPending bound the port's clients (DefaultMaxConns,
 // DefaultMaxSubs, DefaultMaxPending); the leaf link's subscriptions, which
 // are the hub's interest, are not capped.
+//
+// # Authentication
+//
+// Every client logs in through one check (portAuth, NATS's custom client
+// authentication): the node's in-process connections with a password made
+// for the run, a port client with a node token as its NATS token or password,
+// which Options.Authenticate takes or refuses. The open port connections'
+// tokens are checked again every RevokeCheck, and a connection whose token no
+// longer authenticates is closed.
 package stream

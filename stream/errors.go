@@ -11,3 +11,7 @@ var (
 	// Subscribe returns after Close.
 	ErrClosed = errors.New("closed")
 )
+
+// ErrNoTokenCheck refuses a NATS port without a way to check its clients'
+// tokens: the port never serves a client that HTTP would answer 401.
+var ErrNoTokenCheck = errors.New("start nats: a listen port needs a token check")

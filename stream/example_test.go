@@ -24,7 +24,10 @@ func Example_followOverNATS() {
 	// The node: serve --nats-listen 127.0.0.1:0, reduced to its parts.
 	pub, key, _ := ed25519.GenerateKey(nil)
 	did := eventlog.DIDKey(pub)
-	st, err := stream.Start(stream.Options{NodeDID: did, Listen: "127.0.0.1:0",
+	// The port takes the node's tokens, as HTTP does; here one observer's.
+	const observerToken = "observer-secret"
+	tokens := func(token string) (string, bool) { return "observer-1", token == observerToken }
+	st, err := stream.Start(stream.Options{NodeDID: did, Listen: "127.0.0.1:0", Authenticate: tokens,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		log.Fatal(err)
@@ -37,7 +40,7 @@ func Example_followOverNATS() {
 	defer chain.Close()
 
 	// The observer.
-	nc, err := nats.Connect("nats://" + st.Status().NATS.Listen)
+	nc, err := nats.Connect("nats://"+st.Status().NATS.Listen, nats.Token(observerToken))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package stream_test
 import (
 	"context"
 	"crypto/ed25519"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +27,9 @@ func newNode(t *testing.T, opts stream.Options) *node {
 		t.Fatal(err)
 	}
 	opts.NodeDID = eventlog.DIDKey(pub)
+	if opts.Listen != "" && opts.Authenticate == nil {
+		opts.Authenticate = testTokens.check
+	}
 	st, err := stream.Start(opts)
 	if err != nil {
 		t.Fatalf("start: %v", err)
@@ -40,6 +45,45 @@ func newNode(t *testing.T, opts stream.Options) *node {
 	}
 	t.Cleanup(func() { l.Close() })
 	return &node{log: l, st: st, did: opts.NodeDID}
+}
+
+// url is the node's port with testToken as the NATS token.
+func (n *node) url() string {
+	return "nats://" + testToken + "@" + n.st.Status().NATS.Listen
+}
+
+// testToken is a node token newNode's port takes unless a test gives its own
+// check.
+const testToken = "observer-test-token"
+
+// tokenStore stands in for the node's tokens: a set of live secrets that a
+// test can revoke.
+type tokenStore struct {
+	mu   sync.Mutex
+	live map[string]string // secret -> id
+}
+
+func newTokenStore(secrets ...string) *tokenStore {
+	ts := &tokenStore{live: map[string]string{}}
+	for i, s := range secrets {
+		ts.live[s] = "tok" + strconv.Itoa(i)
+	}
+	return ts
+}
+
+var testTokens = newTokenStore(testToken)
+
+func (ts *tokenStore) check(secret string) (string, bool) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	id, ok := ts.live[secret]
+	return id, ok
+}
+
+func (ts *tokenStore) revoke(secret string) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	delete(ts.live, secret)
 }
 
 // appendN appends n events of type typ, one per append.

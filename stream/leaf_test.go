@@ -111,7 +111,7 @@ func TestLeafNodeCarriesEventsToHub(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer inproc.Close()
-	local, err := nats.Connect("nats://" + n.st.Status().NATS.Listen)
+	local, err := nats.Connect(n.url())
 	if err != nil {
 		t.Fatal(err)
 	}

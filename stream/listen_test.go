@@ -79,7 +79,7 @@ func TestListenServesNATSClients(t *testing.T) {
 	if after := listeningSockets(t); after != before+1 {
 		t.Fatalf("listening TCP sockets went from %d to %d, want one more", before, after)
 	}
-	nc, err := nats.Connect("nats://"+addr, nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	nc, err := nats.Connect(n.url(), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestListenServesNATSClients(t *testing.T) {
 // Start fails, and says why, when the NATS port is taken.
 func TestListenAddressInUse(t *testing.T) {
 	n := newNode(t, stream.Options{Listen: "127.0.0.1:0"})
-	_, err := stream.Start(stream.Options{NodeDID: "did:key:zOther", Listen: n.st.Status().NATS.Listen})
+	_, err := stream.Start(stream.Options{NodeDID: "did:key:zOther", Listen: n.st.Status().NATS.Listen, Authenticate: testTokens.check})
 	if err == nil || !strings.Contains(err.Error(), "listen") {
 		t.Fatalf("Start on a taken port: %v", err)
 	}
@@ -137,7 +137,7 @@ func TestListenAddressInUse(t *testing.T) {
 // Every sealed export is announced on civnode.<node>.exports.
 func TestExportNotice(t *testing.T) {
 	n := newNode(t, stream.Options{Listen: "127.0.0.1:0"})
-	nc, err := nats.Connect("nats://" + n.st.Status().NATS.Listen)
+	nc, err := nats.Connect(n.url())
 	if err != nil {
 		t.Fatal(err)
 	}

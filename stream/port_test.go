@@ -22,7 +22,7 @@ import (
 func asyncErrors(t *testing.T, n *node) (*nats.Conn, <-chan error) {
 	t.Helper()
 	errs := make(chan error, 100)
-	nc, err := nats.Connect("nats://"+n.st.Status().NATS.Listen,
+	nc, err := nats.Connect(n.url(),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			select {
 			case errs <- err:
@@ -116,7 +116,7 @@ func TestPortIsAReadOnlyFeedOfTheNode(t *testing.T) {
 // subscribers are apart, and a place that frees up is taken again.
 func TestPortMaxConns(t *testing.T) {
 	n := newNode(t, stream.Options{Listen: "127.0.0.1:0", MaxConns: 2})
-	url := "nats://" + n.st.Status().NATS.Listen
+	url := n.url()
 	var held []*nats.Conn
 	for range 2 {
 		nc, err := nats.Connect(url)
@@ -231,7 +231,7 @@ func TestPortMaxPending(t *testing.T) {
 	if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "INFO ") {
 		t.Fatalf("first line %q: %v", line, err)
 	}
-	if _, err := io.WriteString(conn, "CONNECT {\"verbose\":false,\"protocol\":1}\r\nSUB civnode."+n.did+".events.> 1\r\nPING\r\n"); err != nil {
+	if _, err := io.WriteString(conn, "CONNECT {\"verbose\":false,\"protocol\":1,\"auth_token\":\""+testToken+"\"}\r\nSUB civnode."+n.did+".events.> 1\r\nPING\r\n"); err != nil {
 		t.Fatal(err)
 	}
 	if line, err := r.ReadString('\n'); err != nil || line != "PONG\r\n" {
@@ -287,7 +287,7 @@ func TestPortMaxPayload(t *testing.T) {
 		t.Fatalf("first line %q: %v", line, err)
 	}
 	payload := strings.Repeat("x", 2<<10)
-	if _, err := io.WriteString(conn, "CONNECT {\"verbose\":false,\"protocol\":1}\r\nPUB civnode.x "+
+	if _, err := io.WriteString(conn, "CONNECT {\"verbose\":false,\"protocol\":1,\"auth_token\":\""+testToken+"\"}\r\nPUB civnode.x "+
 		strconv.Itoa(len(payload))+"\r\n"+payload+"\r\n"); err != nil {
 		t.Fatal(err)
 	}

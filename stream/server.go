@@ -27,6 +27,10 @@ type Options struct {
 	// Listen is host:port for a NATS client listener (serve --nats-listen); port
 	// 0 picks a free port. "" opens none: only in-process connections.
 	Listen string
+	// Authenticate lets a Listen port client in: it presents a node token as
+	// its NATS token or as the password of any user, and without one that
+	// Authenticate takes it is refused at connect. Required with Listen.
+	Authenticate TokenCheck
 	// LeafURL joins an existing NATS server or cluster as a leaf node (serve
 	// --nats-leaf nats://[user:password@]host:port); "" none. The server
 	// redials a lost link for as long as it runs, with NATS's own back-off.
@@ -115,6 +119,7 @@ type Server struct {
 
 	stopPoll  chan struct{}
 	pollDone  chan struct{}
+	authDone  chan struct{} // the port's token sweep (portAuth.watchTokens) ended
 	closeOnce sync.Once
 }
 
@@ -137,11 +142,16 @@ func Start(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Listen != "" && opts.Authenticate == nil {
+		return nil, ErrNoTokenCheck
+	}
 	so := &server.Options{}
-	password, err := natsAccounts(so, opts.NodeDID, lim)
+	password, err := natsAccounts(so, lim)
 	if err != nil {
 		return nil, err
 	}
+	auth := newPortAuth(opts.NodeDID, password, opts.Authenticate, logger)
+	so.CustomClientAuthentication = auth
 	so.ServerName = opts.NodeDID
 	// The node owns the process's signals; NATS must not install handlers.
 	so.NoSigs = true
@@ -167,6 +177,7 @@ func Start(opts Options) (*Server, error) {
 		leafs:    map[uint64]leafLink{},
 		stopPoll: make(chan struct{}),
 		pollDone: make(chan struct{}),
+		authDone: make(chan struct{}),
 	}
 	if opts.LeafURL != "" {
 		u, err := parseLeafURL(opts.LeafURL)
@@ -187,6 +198,9 @@ func Start(opts Options) (*Server, error) {
 	}
 	if err := exportNodeSubjects(ns, opts.NodeDID); err != nil {
 		return nil, err
+	}
+	if err := auth.bind(ns); err != nil {
+		return nil, fmt.Errorf("start nats: %w", err)
 	}
 	nl := &natsLogger{log: logger}
 	ns.SetLoggerV2(nl, false, false, false)
@@ -214,6 +228,7 @@ func Start(opts Options) (*Server, error) {
 		return nil, err
 	}
 	go s.pollLeafs(poll, opts.OnPeer)
+	go auth.watchTokens(s.stopPoll, s.authDone)
 	return s, nil
 }
 
@@ -311,17 +326,18 @@ func nodeSubjects(did string) string {
 // The node's in-process connections log in as nodeUser, with a password made
 // for this run that only this process knows, into nodeAccount, which exports
 // civnode.<did>.> to the global account, where the leaf link to a hub lives,
-// and to portAccount, where every client of the Listen port lives (the
-// no-auth user). An export flows one way, and the two importing accounts
-// share nothing, so what a hub sends over the link reaches neither the node's
-// own subscribers nor the port's clients, and the port's clients reach
-// neither the hub nor each other.
+// and to portAccount, where every client of the Listen port lives once its
+// token is taken (portAuth). An export flows one way, and the two importing
+// accounts share nothing, so what a hub sends over the link reaches neither
+// the node's own subscribers nor the port's clients, and the port's clients
+// reach neither the hub nor each other.
 //
 // The port is a read-only feed of this node: its clients may subscribe under
-// civnode.<did>.> only and publish nothing (so they cannot ask $SYS about
-// connections either, and there is no $SYS). Its account caps each client's
-// subscriptions (limits.subs) and what one message of theirs may weigh.
-func natsAccounts(so *server.Options, did string, lim limits) (string, error) {
+// civnode.<did>.> only and publish nothing (portAuth's permissions; so they
+// cannot ask $SYS about connections either, and there is no $SYS). Its
+// account caps each client's subscriptions (limits.subs) and what one
+// message of theirs may weigh.
+func natsAccounts(so *server.Options, lim limits) (string, error) {
 	// NATS sets an account's limits without a JWT only from its configuration.
 	if err := so.ProcessConfigString(fmt.Sprintf("accounts { %s { limits { max_subscriptions: %d, max_payload: %d } } }",
 		portAccount, lim.subs, portMaxPayload)); err != nil {
@@ -330,23 +346,12 @@ func natsAccounts(so *server.Options, did string, lim limits) (string, error) {
 	if len(so.Accounts) != 1 || so.Accounts[0].Name != portAccount {
 		return "", errors.New("start nats: port account: not configured")
 	}
-	port := so.Accounts[0]
 	var b [24]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("start nats: password: %w", err)
 	}
-	password := hex.EncodeToString(b[:])
-	node := server.NewAccount(nodeAccount)
-	so.Accounts = append(so.Accounts, node)
-	so.Users = []*server.User{
-		{Username: nodeUser, Password: password, Account: node},
-		{Username: portUser, Account: port, Permissions: &server.Permissions{
-			Publish:   &server.SubjectPermission{Deny: []string{">"}},
-			Subscribe: &server.SubjectPermission{Allow: []string{nodeSubjects(did)}},
-		}},
-	}
-	so.NoAuthUser = portUser
-	return password, nil
+	so.Accounts = append(so.Accounts, server.NewAccount(nodeAccount))
+	return hex.EncodeToString(b[:]), nil
 }
 
 // exportNodeSubjects makes the node account's subjects visible in the global
@@ -442,6 +447,7 @@ func (s *Server) Close() error {
 		s.endAll(ErrClosed)
 		close(s.stopPoll)
 		<-s.pollDone
+		<-s.authDone
 		if ferr := s.pub.FlushTimeout(2 * time.Second); ferr != nil {
 			err = fmt.Errorf("close nats: flush: %w", ferr)
 		}

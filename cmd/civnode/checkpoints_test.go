@@ -29,7 +29,7 @@ func TestServePublishesCheckpoints(t *testing.T) {
 		} `json:"nats"`
 	}
 	getJSON(t, n.url+"/v1/client/network/status", n.token, 200, &status)
-	nc, err := nats.Connect("nats://"+status.NATS.Listen, nats.Timeout(waitTimeout))
+	nc, err := nats.Connect("nats://"+status.NATS.Listen, nats.Timeout(waitTimeout), nats.Token(n.token))
 	if err != nil {
 		t.Fatal(err)
 	}

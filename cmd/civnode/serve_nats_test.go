@@ -129,7 +129,7 @@ func TestServeNATSForgeriesReachNoPortClient(t *testing.T) {
 	}
 	defer hc.Close()
 	perm := make(chan error, 100)
-	port, err := nats.Connect("nats://"+ns.NATS.Listen, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+	port, err := nats.Connect("nats://"+ns.NATS.Listen, nats.Token(p.token), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 		perm <- err
 	}))
 	if err != nil {
@@ -229,14 +229,14 @@ func TestServeNATSLimitFlags(t *testing.T) {
 	var st stateBody
 	getJSON(t, n.url+"/v1/state", n.token, 200, &st)
 	errs := make(chan error, 10)
-	nc, err := nats.Connect("nats://"+ns.NATS.Listen, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+	nc, err := nats.Connect("nats://"+ns.NATS.Listen, nats.Token(n.token), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 		errs <- err
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	if other, err := nats.Connect("nats://"+ns.NATS.Listen, nats.NoReconnect()); err == nil {
+	if other, err := nats.Connect("nats://"+ns.NATS.Listen, nats.Token(n.token), nats.NoReconnect()); err == nil {
 		other.Close()
 		t.Fatal("a second client connected under --nats-max-conns 1")
 	}

@@ -324,6 +324,8 @@ func (n *Node) openMirror(ctx context.Context) error {
 	}
 	nats := cfg.NATS
 	nats.NodeDID, nats.Logger = k.DID, logger
+	portTokens := newNATSTokens(n.token)
+	nats.Authenticate = portTokens.check
 	if n.stream, err = stream.Start(nats); err != nil {
 		return err
 	}
@@ -337,6 +339,7 @@ func (n *Node) openMirror(ctx context.Context) error {
 		return dir.OpenError(err)
 	}
 	n.core = node
+	portTokens.service.Store(node.Tokens)
 	n.goBackground(func(ctx context.Context) { n.stream.PublishCheckpoints(ctx, node.Log, stream.CheckpointInterval) })
 	f := NewFollower(logger, c, node.Log, dir, src)
 	n.http.Mirror = f

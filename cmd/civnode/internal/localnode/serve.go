@@ -87,6 +87,8 @@ func (n *Node) openOwn(ctx context.Context) error {
 	peers := newPeerRecorder(logger)
 	nats := cfg.NATS
 	nats.NodeDID, nats.OnPeer, nats.Logger = eventlog.DIDKey(key.Public().(ed25519.PublicKey)), peers.note, logger
+	portTokens := newNATSTokens(n.token)
+	nats.Authenticate = portTokens.check
 	if n.stream, err = stream.Start(nats); err != nil {
 		return err
 	}
@@ -113,6 +115,7 @@ func (n *Node) openOwn(ctx context.Context) error {
 		return err
 	}
 	n.core = c
+	portTokens.service.Store(c.Tokens)
 	chain := c.Log
 	n.goBackground(func(ctx context.Context) { peers.record(ctx, commands.NewPeers(chain)) })
 	n.goBackground(func(ctx context.Context) { n.stream.PublishCheckpoints(ctx, chain, stream.CheckpointInterval) })
