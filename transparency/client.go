@@ -2,6 +2,7 @@ package transparency
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -71,13 +72,20 @@ func NodeURL(addr string) (string, error) {
 // and port of addr, at most maxRedirects in a row (sameOriginRedirect): the
 // token goes nowhere else. An answer fails once no byte of it arrived for
 // observerTimeout. Its one error is an addr NodeURL refuses.
-func NewObserverClient(addr, token string) (*Client, error) {
+func NewObserverClient(addr, token string, opts ...ObserverOption) (*Client, error) {
 	base, err := NodeURL(addr)
 	if err != nil {
 		return nil, err
 	}
+	var o observerOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	c := &Client{base: base, token: token, via: base, idle: observerTimeout}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if o.tls != nil {
+		tr.TLSClientConfig = o.tls.Clone()
+	}
 	d := &net.Dialer{Timeout: observerDialTimeout}
 	tr.DialContext = func(ctx context.Context, network, address string) (net.Conn, error) {
 		conn, err := d.DialContext(ctx, network, address)
@@ -88,6 +96,20 @@ func NewObserverClient(addr, token string) (*Client, error) {
 	}
 	c.client = &http.Client{Transport: tr, CheckRedirect: sameOriginRedirect}
 	return c, nil
+}
+
+// ObserverOption adjusts a client of NewObserverClient.
+type ObserverOption func(*observerOptions)
+
+type observerOptions struct {
+	tls *tls.Config
+}
+
+// WithTLSConfig has the client's HTTPS connections use config: its RootCAs
+// to trust a node's own CA, its Certificates for a node that asks for
+// client certificates. Without it (or with nil) they use Go's defaults.
+func WithTLSConfig(config *tls.Config) ObserverOption {
+	return func(o *observerOptions) { o.tls = config }
 }
 
 // NewClient reads through hc, a client that sends only to the node at base

@@ -11,6 +11,7 @@ import (
 	"github.com/civnode/civnode/cmd/civnode/internal/admin"
 	"github.com/civnode/civnode/cmd/civnode/internal/backup"
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 )
 
 // backupCmd is civnode backup: a consistent copy of a node's data dir, or a
@@ -43,7 +44,7 @@ func (c *backupCmd) run(ctx context.Context, dest string) (err error) {
 	if ents, err := os.ReadDir(dest); err == nil && len(ents) > 0 {
 		return fmt.Errorf("%s is not empty; give a new directory", dest)
 	}
-	snap, err := admin.Snapshot(ctx, dir, c.addr, logger)
+	snap, err := admin.Snapshot(ctx, dir, c.addr, logger, localnode.WithCAFile(c.caFile))
 	if err != nil {
 		return err
 	}

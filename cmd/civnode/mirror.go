@@ -29,6 +29,7 @@ func (c *mirrorFlags) add(cmd *cobra.Command, prefix string) {
 	f.StringArrayVar(&c.Witnesses, prefix+"witness", nil, "take only a tree cosigned by the witness with the cosignature/v1 verifier key `VKEY` (repeatable; with --"+prefix+"quorum)")
 	f.IntVar(&c.Quorum, prefix+"quorum", 1, "how many of the --"+prefix+"witness witnesses must have cosigned the source's tree")
 	f.DurationVar(&c.MaxAge, prefix+"max-age", transparency.DefaultMaxAge, "the oldest cosignature that counts")
+	f.StringVar(&c.CAFile, prefix+"ca-file", "", localnode.CAFileHelp)
 }
 
 // source is the source of a mirror of from, checked as a URL.

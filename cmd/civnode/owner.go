@@ -7,6 +7,7 @@ import (
 
 	"github.com/civnode/civnode/cmd/civnode/internal/admin"
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 )
 
 // owner is what the commands that act as the owner of a data dir's node
@@ -17,14 +18,16 @@ type owner struct {
 	g       *globals
 	dataDir string
 	addr    string
+	caFile  string // --ca-file, for an https:// --addr
 }
 
 // addrHelp is the help of --addr of the owner's commands.
-const addrHelp = "address HOST:PORT of the node running on --data-dir, used when its control.sock cannot be reached"
+const addrHelp = "address HOST:PORT (or https://HOST:PORT) of the node running on --data-dir, used when its control.sock cannot be reached"
 
 func (o *owner) flags(f *pflag.FlagSet) {
 	f.StringVar(&o.dataDir, "data-dir", "", datadir.Help)
 	f.StringVar(&o.addr, "addr", "127.0.0.1:7777", addrHelp)
+	f.StringVar(&o.caFile, "ca-file", "", localnode.CAFileHelp)
 }
 
 // with runs do as the owner of the data dir (admin.Open): against the
@@ -38,7 +41,7 @@ func (o *owner) with(ctx context.Context, do func(context.Context, *admin.Owner)
 	if err != nil {
 		return err
 	}
-	a, err := admin.Open(ctx, dir, o.addr, logger)
+	a, err := admin.Open(ctx, dir, o.addr, logger, localnode.WithCAFile(o.caFile))
 	if err != nil {
 		return err
 	}

@@ -268,3 +268,48 @@ func TestServePlainHTTPBeyondLoopback(t *testing.T) {
 	}
 	n.stop(t)
 }
+
+// TestCLIOverTLS: the commands that talk to a node reach one that serves
+// HTTPS at its https:// URL with --ca-file, and fail without it, for the
+// node's CA is not among the system's: transparency check, mirror --token,
+// and token over TCP (here the data dir's control.sock is a plain file, so
+// the channel falls back to --addr, where the node proves itself inside
+// TLS).
+func TestCLIOverTLS(t *testing.T) {
+	f := newTLSFixture(t)
+	dir := filepath.Join(t.TempDir(), "node")
+	startNode(t, dir).stop(t)
+	if err := os.WriteFile(filepath.Join(dir, "control.sock"), []byte("not a socket\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := startServe(t, dir, "--addr", "127.0.0.1:0", "--tls-cert", f.certFile, "--tls-key", f.keyFile)
+
+	state := filepath.Join(t.TempDir(), "state.json")
+	r := runCLI(t, nil, "transparency", "check", "--addr", n.url, "--token", n.token, "--state", state, "--ca-file", f.caFile)
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "trusted ") {
+		t.Errorf("transparency check --ca-file: exit %d, %v\nstdout: %s\nstderr: %s", r.code, r.err, r.stdout, r.stderr)
+	}
+	r = runCLI(t, nil, "transparency", "check", "--addr", n.url, "--token", n.token, "--state", filepath.Join(t.TempDir(), "s.json"))
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr+fmt.Sprint(r.err), "certificate") {
+		t.Errorf("transparency check without --ca-file: exit %d, %v\nstdout: %s\nstderr: %s", r.code, r.err, r.stdout, r.stderr)
+	}
+
+	r = runCLI(t, nil, "mirror", "--from", n.url, "--data-dir", filepath.Join(t.TempDir(), "mirror"), "--once", "--token", n.token, "--ca-file", f.caFile)
+	if r.code != 0 {
+		t.Errorf("mirror --token --ca-file: exit %d, %v\nstdout: %s\nstderr: %s", r.code, r.err, r.stdout, r.stderr)
+	}
+	r = runCLI(t, nil, "mirror", "--from", n.url, "--data-dir", filepath.Join(t.TempDir(), "mirror2"), "--once", "--token", n.token)
+	if r.code == 0 {
+		t.Errorf("mirror without --ca-file followed the node\nstdout: %s", r.stdout)
+	}
+
+	r = runCLI(t, nil, "token", "create", "--observer", "--data-dir", dir, "--addr", n.url, "--ca-file", f.caFile)
+	if r.code != 0 {
+		t.Errorf("token create over TLS with --ca-file: exit %d, %v\nstdout: %s\nstderr: %s", r.code, r.err, r.stdout, r.stderr)
+	}
+	r = runCLI(t, nil, "token", "list", "--data-dir", dir, "--addr", n.url)
+	if r.code != 1 || !strings.Contains(fmt.Sprint(r.err), "--ca-file") {
+		t.Errorf("token list over TLS without --ca-file: exit %d, %v\nstdout: %s", r.code, r.err, r.stdout)
+	}
+	n.stop(t)
+}

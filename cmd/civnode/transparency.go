@@ -49,10 +49,15 @@ func openSource(ctx context.Context, m *Main, logger *slog.Logger, dataDirFlag, 
 	return localnode.OpenSource(ctx, dir, addr, logger)
 }
 
-// observerClient is a client of the node at addr with token; an address it
-// cannot use is a mistake on the command line.
-func observerClient(addr, token string) (*transparency.Client, error) {
-	c, err := transparency.NewObserverClient(addr, token)
+// observerClient is a client of the node at addr with token, trusting the
+// CAs of caFile (--ca-file) besides the system's for https://; an address
+// it cannot use is a mistake on the command line.
+func observerClient(addr, token, caFile string) (*transparency.Client, error) {
+	tlsConfig, err := localnode.ClientTLS(caFile)
+	if err != nil {
+		return nil, err
+	}
+	c, err := transparency.NewObserverClient(addr, token, transparency.WithTLSConfig(tlsConfig))
 	if err != nil {
 		return nil, usageError{err}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/transparency"
 )
 
@@ -25,6 +26,7 @@ type monitorCmd struct {
 	maxAge      time.Duration
 	json        bool
 	verbose     bool
+	caFile      string
 }
 
 func newTransparencyCheckCommand(m *Main, _ *globals) *cobra.Command {
@@ -46,7 +48,7 @@ func newTransparencyCheckCommand(m *Main, _ *globals) *cobra.Command {
 					return usageErrorf("give --tiles URL of a static host, or --addr and --token of a node, not both")
 				}
 				// A static host is public: it is sent no token.
-				if c, err = observerClient(cfg.tiles, ""); err != nil {
+				if c, err = observerClient(cfg.tiles, "", cfg.caFile); err != nil {
 					return err
 				}
 				host = transparency.TilesHost(c)
@@ -55,7 +57,7 @@ func newTransparencyCheckCommand(m *Main, _ *globals) *cobra.Command {
 				if token == "" {
 					return usageErrorf("transparency check needs an owner or observer token: --token T or $%s", tokenEnv)
 				}
-				if c, err = observerClient(cfg.addr, token); err != nil {
+				if c, err = observerClient(cfg.addr, token, cfg.caFile); err != nil {
 					return err
 				}
 				host = transparency.NodeHost(c)
@@ -77,6 +79,7 @@ func newTransparencyCheckCommand(m *Main, _ *globals) *cobra.Command {
 	f.StringVar(&cfg.addr, "addr", "127.0.0.1:7777", "the node's URL, or HOST:PORT")
 	f.StringVar(&cfg.tiles, "tiles", "", "check the log a static host serves at this URL prefix (what publish writes) instead of a node")
 	f.StringVar(&cfg.token, "token", "", "an owner or observer token of the node (default $"+tokenEnv+")")
+	f.StringVar(&cfg.caFile, "ca-file", "", localnode.CAFileHelp)
 	f.StringVar(&cfg.state, "state", "", "file holding the verifier key and the last verified checkpoint (created by the first run, mode 0600)")
 	f.StringVar(&cfg.verifierKey, "verifier-key", "", "the node's note verifier key to expect, instead of trusting the first one seen")
 	f.StringArrayVar(&cfg.witnesses, "witness", nil, "require cosignatures by the witness with this cosignature/v1 verifier key `VKEY` (repeatable; docs/transparency.md)")

@@ -69,7 +69,7 @@ func (cfg *proveCmd) run(ctx context.Context, logger *slog.Logger, token string,
 	m := cfg.m
 	var src transparency.Source
 	if token != "" {
-		c, err := observerClient(cfg.addr, token)
+		c, err := observerClient(cfg.addr, token, "")
 		if err != nil {
 			return err
 		}

@@ -50,10 +50,10 @@ func (o *Owner) Close() error { return o.close() }
 // the node running on it when one runs (it holds the database; localnode.Dial,
 // with addr its TCP address), else on the data dir itself, opened offline.
 // The caller closes the Owner.
-func Open(ctx context.Context, dir datadir.Dir, addr string, logger *slog.Logger) (*Owner, error) {
+func Open(ctx context.Context, dir datadir.Dir, addr string, logger *slog.Logger, opts ...localnode.DialOption) (*Owner, error) {
 	n, err := localnode.OpenExisting(ctx, dir, logger)
 	if errors.Is(err, datadir.ErrInUse) {
-		ch, err := localnode.Dial(ctx, dir, addr, logger)
+		ch, err := localnode.Dial(ctx, dir, addr, logger, opts...)
 		if err != nil {
 			return nil, err
 		}

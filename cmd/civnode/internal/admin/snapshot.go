@@ -16,10 +16,10 @@ import (
 
 // Snapshot has the node running on dir take a snapshot of its store, or
 // takes one itself when none runs.
-func Snapshot(ctx context.Context, dir datadir.Dir, addr string, logger *slog.Logger) (backup.Snapshot, error) {
+func Snapshot(ctx context.Context, dir datadir.Dir, addr string, logger *slog.Logger, opts ...localnode.DialOption) (backup.Snapshot, error) {
 	chain, err := localnode.OpenChain(dir, logger)
 	if errors.Is(err, datadir.ErrInUse) {
-		ch, err := localnode.Dial(ctx, dir, addr, logger)
+		ch, err := localnode.Dial(ctx, dir, addr, logger, opts...)
 		if err != nil {
 			return backup.Snapshot{}, err
 		}

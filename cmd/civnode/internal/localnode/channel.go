@@ -3,6 +3,7 @@ package localnode
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -42,7 +43,15 @@ const tcpDialTimeout = 10 * time.Second
 // Dial opens the channel to the node running on dir. addr is the
 // node's TCP address (--addr), used only when the control socket cannot be
 // reached. The caller closes the channel.
-func Dial(ctx context.Context, dir datadir.Dir, addr string, logger *slog.Logger) (*civhttp.Client, error) {
+//
+// addr may be an https:// URL of a node that serves HTTPS (serve
+// --tls-cert): the connection is then TLS, verified against the system's
+// roots and those of WithCAFile, and the node proves itself inside it.
+func Dial(ctx context.Context, dir datadir.Dir, addr string, logger *slog.Logger, opts ...DialOption) (*civhttp.Client, error) {
+	var o dialOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	token, err := datadir.LoadControlToken(dir.TokenPath(), logger)
 	if err != nil {
 		return nil, fmt.Errorf("%w (%s), but its owner token cannot be read: %w", datadir.ErrInUse, dir, err)
@@ -57,9 +66,15 @@ func Dial(ctx context.Context, dir datadir.Dir, addr string, logger *slog.Logger
 		logger.Debug("control socket unreachable; trying TCP", logkey.Path, dir.SocketPath(), logkey.Err, err)
 	}
 
-	host, err := HostPort(addr)
+	host, https, err := splitAddr(addr)
 	if err != nil {
 		return nil, &AddrError{Addr: addr, Err: err}
+	}
+	var tlsConfig *tls.Config
+	if https {
+		if tlsConfig, err = channelTLS(host, o.caFile); err != nil {
+			return nil, err
+		}
 	}
 	key, err := datadir.LoadNodeKey(dir.KeyPath(), logger)
 	if err != nil {
@@ -67,7 +82,7 @@ func Dial(ctx context.Context, dir datadir.Dir, addr string, logger *slog.Logger
 	}
 	pub := key.Public().(ed25519.PublicKey)
 	dial := func(ctx context.Context) (net.Conn, error) {
-		return DialProven(ctx, dir, host, pub)
+		return dialProven(ctx, dir, host, pub, tlsConfig)
 	}
 	conn, err := dial(ctx)
 	if err != nil {
@@ -77,26 +92,88 @@ func Dial(ctx context.Context, dir datadir.Dir, addr string, logger *slog.Logger
 	return civhttp.NewClient("http://"+host, token, host, conn, dial), nil
 }
 
-// HostPort turns --addr, which may be given as a URL, into HOST:PORT.
+// DialOption adjusts Dial.
+type DialOption func(*dialOptions)
+
+type dialOptions struct {
+	caFile string
+}
+
+// WithCAFile has Dial trust the CA certificates of the PEM bundle caFile
+// (--ca-file), besides the system's, for an https:// --addr (ClientTLS).
+func WithCAFile(caFile string) DialOption {
+	return func(o *dialOptions) { o.caFile = caFile }
+}
+
+// HostPort turns doctor's --addr, which may be given as an http:// URL, into
+// HOST:PORT. Doctor proves the node over plain HTTP, so an https:// URL is
+// refused.
 func HostPort(addr string) (string, error) {
-	a := strings.TrimSuffix(strings.TrimPrefix(addr, "http://"), "/")
-	if strings.HasPrefix(a, "https://") {
-		return "", errors.New("the node serves plain HTTP; give HOST:PORT")
+	host, https, err := splitAddr(addr)
+	if err == nil && https {
+		return "", errors.New("doctor checks the node over plain HTTP; give serve's listen address HOST:PORT")
+	}
+	return host, err
+}
+
+// splitAddr turns --addr into HOST:PORT, and says whether it is an https://
+// URL.
+func splitAddr(addr string) (host string, https bool, err error) {
+	a := strings.TrimSuffix(addr, "/")
+	if rest, ok := strings.CutPrefix(a, "https://"); ok {
+		a, https = rest, true
+	} else {
+		a = strings.TrimPrefix(a, "http://")
 	}
 	if _, _, err := net.SplitHostPort(a); err != nil {
-		return "", fmt.Errorf("want HOST:PORT: %w", err)
+		return "", false, fmt.Errorf("want HOST:PORT, http://HOST:PORT or https://HOST:PORT: %w", err)
 	}
-	return a, nil
+	return a, https, nil
+}
+
+// channelTLS is the TLS configuration of the channel to the node at host
+// (HOST:PORT): ClientTLS's roots, that host's name, and HTTP/1.1, which the
+// channel speaks on the connections it hands the client.
+func channelTLS(host, caFile string) (*tls.Config, error) {
+	c, err := ClientTLS(caFile)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		c = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	name, _, err := net.SplitHostPort(host)
+	if err != nil {
+		return nil, err
+	}
+	c.ServerName, c.NextProtos = name, []string{"http/1.1"}
+	return c, nil
 }
 
 // DialProven dials the node at addr and has it prove, on that connection,
 // that it holds the private key of pub (civhttp.ProveNode). It returns the
 // connection only then.
 func DialProven(ctx context.Context, dir datadir.Dir, addr string, pub ed25519.PublicKey) (net.Conn, error) {
+	return dialProven(ctx, dir, addr, pub, nil)
+}
+
+// dialProven is DialProven, inside TLS as tlsConfig says when it is not nil.
+func dialProven(ctx context.Context, dir datadir.Dir, addr string, pub ed25519.PublicKey, tlsConfig *tls.Config) (net.Conn, error) {
 	d := net.Dialer{Timeout: tcpDialTimeout}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("%w, but no node answers at %s (give its address with --addr): %w", datadir.ErrInUse, addr, err)
+	}
+	if tlsConfig != nil {
+		tc := tls.Client(conn, tlsConfig)
+		hctx, cancel := context.WithTimeout(ctx, tcpDialTimeout)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("%w, but TLS with the node at %s failed (give its CA with --ca-file): %w", datadir.ErrInUse, addr, err)
+		}
+		conn = tc
 	}
 	if err := civhttp.ProveNode(ctx, conn, addr, pub); err != nil {
 		conn.Close()

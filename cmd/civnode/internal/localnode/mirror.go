@@ -36,6 +36,9 @@ type MirrorSource struct {
 	Witnesses []string
 	Quorum    int
 	MaxAge    time.Duration
+	// CAFile is a PEM bundle trusted besides the system's roots for an
+	// https:// source (ClientTLS).
+	CAFile string
 }
 
 // OpenMirrorSource makes the client of the source and pins the origin's key
@@ -51,7 +54,11 @@ func OpenMirrorSource(ctx context.Context, logger *slog.Logger, dir datadir.Dir,
 		return nil, transparency.Key{}, fmt.Errorf("%s holds the origin key %s, not --verifier-key %s; a mirror follows one origin",
 			dir.OriginKeyPath(), pinned, src.VerifierKey)
 	}
-	c, err := transparency.NewObserverClient(src.From, src.Token)
+	tlsConfig, err := ClientTLS(src.CAFile)
+	if err != nil {
+		return nil, transparency.Key{}, err
+	}
+	c, err := transparency.NewObserverClient(src.From, src.Token, transparency.WithTLSConfig(tlsConfig))
 	if err != nil {
 		return nil, transparency.Key{}, err
 	}
