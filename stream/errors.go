@@ -15,3 +15,7 @@ var (
 // ErrNoTokenCheck refuses a NATS port without a way to check its clients'
 // tokens: the port never serves a client that HTTP would answer 401.
 var ErrNoTokenCheck = errors.New("start nats: a listen port needs a token check")
+
+// ErrTLSFiles is a port certificate and key that cannot be served: a file
+// missing or unreadable, or a key that is not the certificate's.
+var ErrTLSFiles = errors.New("nats tls")

@@ -31,6 +31,11 @@ type Options struct {
 	// its NATS token or as the password of any user, and without one that
 	// Authenticate takes it is refused at connect. Required with Listen.
 	Authenticate TokenCheck
+	// TLSCertFile and TLSKeyFile, both or neither, make the Listen port
+	// speak TLS only (serve --nats-tls-cert, --nats-tls-key), with the pair
+	// loaded again when a file changes; the node's in-process connections
+	// are apart.
+	TLSCertFile, TLSKeyFile string
 	// LeafURL joins an existing NATS server or cluster as a leaf node (serve
 	// --nats-leaf nats://[user:password@]host:port); "" none. The server
 	// redials a lost link for as long as it runs, with NATS's own back-off.
@@ -82,6 +87,9 @@ const portMaxPayload = 1 << 10
 // which the server-wide connection cap must leave room for.
 const inProcessConns = 2
 
+// tlsTimeout bounds a port client's TLS handshake.
+const tlsTimeout = 5 * time.Second
+
 // readyTimeout bounds the wait for the embedded server to start.
 const readyTimeout = 10 * time.Second
 
@@ -120,6 +128,7 @@ type Server struct {
 	stopPoll  chan struct{}
 	pollDone  chan struct{}
 	authDone  chan struct{} // the port's token sweep (portAuth.watchTokens) ended
+	certDone  chan struct{} // the port's certificate reload (portCert.watch) ended
 	closeOnce sync.Once
 }
 
@@ -169,6 +178,17 @@ func Start(opts Options) (*Server, error) {
 		}
 		so.DontListen, so.Host, so.Port = false, host, port
 	}
+	var cert *portCert
+	if opts.TLSCertFile != "" || opts.TLSKeyFile != "" {
+		if opts.Listen == "" {
+			return nil, fmt.Errorf("%w: a certificate without a listen port", ErrTLSFiles)
+		}
+		if cert, err = newPortCert(opts.TLSCertFile, opts.TLSKeyFile, logger); err != nil {
+			return nil, err
+		}
+		so.TLSConfig = cert.config()
+		so.TLSTimeout = tlsTimeout.Seconds()
+	}
 	s := &Server{
 		did:      opts.NodeDID,
 		events:   EventSubject(opts.NodeDID, ""),
@@ -178,6 +198,7 @@ func Start(opts Options) (*Server, error) {
 		stopPoll: make(chan struct{}),
 		pollDone: make(chan struct{}),
 		authDone: make(chan struct{}),
+		certDone: make(chan struct{}),
 	}
 	if opts.LeafURL != "" {
 		u, err := parseLeafURL(opts.LeafURL)
@@ -229,6 +250,7 @@ func Start(opts Options) (*Server, error) {
 	}
 	go s.pollLeafs(poll, opts.OnPeer)
 	go auth.watchTokens(s.stopPoll, s.authDone)
+	go cert.watch(s.stopPoll, s.certDone)
 	return s, nil
 }
 
@@ -448,6 +470,7 @@ func (s *Server) Close() error {
 		close(s.stopPoll)
 		<-s.pollDone
 		<-s.authDone
+		<-s.certDone
 		if ferr := s.pub.FlushTimeout(2 * time.Second); ferr != nil {
 			err = fmt.Errorf("close nats: flush: %w", ferr)
 		}

@@ -37,6 +37,8 @@ type serveConfig struct {
 	maxConnsPerAddr int
 	// natsListen opens a NATS client port; "" none (in-process only).
 	natsListen string
+	// natsTLSCert and natsTLSKey make the NATS port speak TLS; "" plain.
+	natsTLSCert, natsTLSKey string
 	// natsLeaf joins a NATS server or cluster as a leaf node; "" none.
 	natsLeaf string
 	// natsMaxConns and natsMaxSubs cap the NATS port's clients and each
@@ -112,6 +114,8 @@ func newServeCommand(m *Main, g *globals) *cobra.Command {
 	f.StringVar(&cfg.catalog, "catalog", "", "game catalog JSON `FILE` (default: the catalog built into the binary; see docs/game.md)")
 	f.StringVar(&cfg.natsListen, "nats-listen", "", "open a NATS client port on `HOST:PORT` for observers (default: none, in-process only; port 0 picks a free port)")
 	f.StringVar(&cfg.registryURL, "registry-url", localnode.DefaultRegistryURL, "the agent registry the node proxies (`URL`; \"\": none, the registry routes answer 503 registry_not_configured); its credential is <data-dir>/registry.credential")
+	f.StringVar(&cfg.natsTLSCert, "nats-tls-cert", "", "serve the --nats-listen port over TLS with the PEM certificate (chain) in `FILE`, reloaded when it changes; needs --nats-tls-key (docs/streaming.md)")
+	f.StringVar(&cfg.natsTLSKey, "nats-tls-key", "", "the PEM private key of --nats-tls-cert, in `FILE`; reloaded with it")
 	f.StringVar(&cfg.natsLeaf, "nats-leaf", "", "join the NATS server or cluster at `URL` (its leafnodes port, nats://host:7422) as a leaf node")
 	f.IntVar(&cfg.natsMaxConns, "nats-max-conns", stream.DefaultMaxConns, "clients of the --nats-listen port at once; one more is refused as it connects (0: NATS's own cap, 65,536)")
 	f.IntVar(&cfg.natsMaxSubs, "nats-max-subs", stream.DefaultMaxSubs, "subscriptions of one --nats-listen client; one more is refused (0: no cap)")
@@ -233,7 +237,7 @@ func (c *serveCmd) run(ctx context.Context) error {
 			MaxConns:        cfg.httpMaxConns(),
 			MaxConnsPerAddr: cfg.httpMaxConnsPerAddr(),
 		},
-		NATS: stream.Options{Listen: cfg.natsListen, LeafURL: cfg.natsLeaf,
+		NATS: stream.Options{Listen: cfg.natsListen, LeafURL: cfg.natsLeaf, TLSCertFile: cfg.natsTLSCert, TLSKeyFile: cfg.natsTLSKey,
 			MaxConns: natsLimit(cfg.natsMaxConns), MaxSubs: natsLimit(cfg.natsMaxSubs), MaxPending: cfg.natsMaxPending},
 		Version: build.Version, Commit: build.Commit, GoVersion: build.GoVersion,
 		Witnessing:   localnode.Witnessing{Witnesses: cfg.witnesses, Quorum: cfg.witnessQuorum, For: cfg.witnessFor, StartWait: cfg.witnessStartWait},

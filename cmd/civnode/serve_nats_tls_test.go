@@ -1,0 +1,57 @@
+package main
+
+import (
+	"crypto/tls"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/civnode/civnode/internal/testcert"
+)
+
+// serve --nats-tls-cert/--nats-tls-key: the NATS port speaks TLS, and nats.go
+// trusting the CA, with a node token, follows the events over it.
+func TestServeNATSPortTLS(t *testing.T) {
+	ca := testcert.NewCA(t, "nats test CA")
+	certFile, keyFile := ca.Server(t).Write(t, t.TempDir(), "nats")
+	n := startNodeArgs(t, t.TempDir(), "--nats-listen", "127.0.0.1:0", "--nats-tls-cert", certFile, "--nats-tls-key", keyFile)
+	var ns struct {
+		NATS struct {
+			Listen string `json:"listen"`
+		} `json:"nats"`
+	}
+	getJSON(t, n.url+"/v1/client/network/status", n.token, 200, &ns)
+	var st stateBody
+	getJSON(t, n.url+"/v1/state", n.token, 200, &st)
+
+	nc, err := nats.Connect("tls://"+ns.NATS.Listen, nats.Token(n.token), nats.NoReconnect(),
+		nats.Secure(&tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}))
+	if err != nil {
+		t.Fatalf("nats.go over TLS: %v", err)
+	}
+	defer nc.Close()
+	if _, err := nc.TLSConnectionState(); err != nil {
+		t.Fatalf("not a TLS connection: %v", err)
+	}
+	sub, err := nc.SubscribeSync("civnode." + st.Identity.NodeDID + ".events.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	postOK(t, n.url, n.token, "/v1/core/missions", missionBody(1))
+	m, err := sub.NextMsg(waitTimeout)
+	if err != nil {
+		t.Fatalf("over TLS: no event: %v", err)
+	}
+	if !strings.Contains(string(m.Data), `"mission.created"`) {
+		t.Fatalf("over TLS got %.300s, want the mission.created event", m.Data)
+	}
+	// Without trusting the CA: the handshake fails.
+	if other, err := nats.Connect("tls://"+ns.NATS.Listen, nats.Token(n.token), nats.NoReconnect()); err == nil {
+		other.Close()
+		t.Fatal("a client that does not trust the node's CA connected")
+	}
+}
