@@ -6,11 +6,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/bench"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 )
 
 func newBenchCommand(m *Main, g *globals) *cobra.Command {
 	var cfg bench.Config
 	var asJSON bool
+	var caFile string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Load a node over loopback HTTP and print its figures beside this machine's limits",
@@ -23,6 +25,9 @@ func newBenchCommand(m *Main, g *globals) *cobra.Command {
 			}
 			if err := cfg.Check(); err != nil {
 				return usageError{err}
+			}
+			if cfg.TLS, err = localnode.ClientTLS(caFile); err != nil {
+				return err
 			}
 			cfg.Logger, cfg.Progress = logger, m.progress
 			res, err := bench.Run(cmd.Context(), cfg)
@@ -46,7 +51,8 @@ func newBenchCommand(m *Main, g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.IntVar(&cfg.Events, "events", 20000, "missions to create before the timed phases (1000000 for the full-scale run)")
 	f.DurationVar(&cfg.Duration, "duration", 5*time.Second, "length of each timed phase")
-	f.StringVar(&cfg.Node, "node", "", "load the running node at this loopback `URL` instead of starting one")
+	f.StringVar(&cfg.Node, "node", "", "load the running node at this loopback `URL` (http:// or https://) instead of starting one")
+	f.StringVar(&caFile, "ca-file", "", localnode.CAFileHelp)
 	f.StringVar(&cfg.Token, "token", "", "owner token of the --node node (visible to other local users; prefer --token-file)")
 	f.StringVar(&cfg.TokenFile, "token-file", "", "read the owner token of the --node node from `FILE`")
 	f.StringVar(&cfg.Binary, "binary", "", "civnode `BINARY` to run serve and verify with (default: this executable)")

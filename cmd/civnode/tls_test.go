@@ -313,3 +313,24 @@ func TestCLIOverTLS(t *testing.T) {
 	}
 	n.stop(t)
 }
+
+// TestBenchNodeOverTLS: bench --node takes a node's https:// URL with
+// --ca-file: its fill, its load clients and its stream clients all reach
+// the node over TLS; without --ca-file it fails.
+func TestBenchNodeOverTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a bench run; the full suite runs it")
+	}
+	f := newTLSFixture(t)
+	n := startServe(t, t.TempDir(), "--addr", "127.0.0.1:0", "--tls-cert", f.certFile, "--tls-key", f.keyFile)
+	args := []string{"bench", "--node", n.url, "--token", n.token, "--stream-only", "--events", "50", "--duration", "300ms",
+		"--json", "--tmp", t.TempDir(), "--log-level", "warn"}
+	r := runCLI(t, nil, append(args, "--ca-file", f.caFile)...)
+	if r.code != 0 || !strings.Contains(r.stdout, `"stream_events_per_s"`) {
+		t.Fatalf("bench --node https:// --ca-file: exit %d, %v\nstdout: %s\nstderr: %s", r.code, r.err, r.stdout, r.stderr)
+	}
+	if r := runCLI(t, nil, args...); r.code == 0 {
+		t.Errorf("bench --node https:// without --ca-file passed:\n%s", r.stdout)
+	}
+	n.stop(t)
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,6 +39,9 @@ type Config struct {
 	Node      string
 	Token     string
 	TokenFile string
+	// TLS is the client side of an https:// Node (its RootCAs: bench
+	// --ca-file); nil: Go's defaults.
+	TLS *tls.Config
 	// Binary is the civnode executable that runs serve and verify; "" is
 	// this executable.
 	Binary string
@@ -94,8 +98,8 @@ func (cfg *Config) Check() error {
 	}
 	if cfg.Node != "" {
 		u, err := url.Parse(cfg.Node)
-		if err != nil || u.Scheme != "http" || u.Host == "" {
-			return fmt.Errorf("--node %q: want http://HOST:PORT", cfg.Node)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--node %q: want http://HOST:PORT or https://HOST:PORT", cfg.Node)
 		}
 		if !isLoopback(u.Hostname()) {
 			return fmt.Errorf("--node %q: bench loads loopback addresses only", cfg.Node)
@@ -300,7 +304,7 @@ func (b *harness) startTarget(ctx context.Context) error {
 			tok = t
 		}
 		b.target = &target{base: b.cfg.Node, token: tok}
-		c := newLoadClient(1, 10*time.Second)
+		c := b.loadClient(1, 10*time.Second)
 		defer closeClient(c)
 		var st struct{}
 		if err := b.target.call(ctx, c, http.MethodGet, "/v1/state", nil, &st); err != nil {
@@ -324,7 +328,7 @@ func (b *harness) fill(ctx context.Context) error {
 		return nil
 	}
 	b.log.Info("bench: filling the node", logkey.Missions, b.cfg.Events, logkey.Clients, writers)
-	c := newLoadClient(writers, 30*time.Second)
+	c := b.loadClient(writers, 30*time.Second)
 	defer closeClient(c)
 	bufs := newBuffers(writers)
 	progress, done := b.cfg.Progress("fill", int64(b.cfg.Events))
@@ -374,7 +378,7 @@ func (b *harness) createOp(c *http.Client, bufs buffers) loadOp {
 func (b *harness) createRates(ctx context.Context) error {
 	for _, clients := range []int{1, writers} {
 		b.log.Info("bench: POST /v1/core/missions", logkey.Clients, clients, logkey.Duration, b.cfg.Duration)
-		c := newLoadClient(clients, 30*time.Second)
+		c := b.loadClient(clients, 30*time.Second)
 		bufs := newBuffers(clients)
 		op := b.createOp(c, bufs)
 		_, err := runLoad(ctx, clients, time.Minute, int64(clients), op, nil) // open the connections
@@ -408,7 +412,7 @@ func (b *harness) createRates(ctx context.Context) error {
 		b.log.Info("bench: POST /v1/core/missions", logkey.Clients, clients, logkey.PerS, int(res.opsPerSecond()),
 			logkey.P50MS, round3(res.quantile(0.5)), logkey.P99MS, round3(res.quantile(0.99)))
 	}
-	c := newLoadClient(1, 30*time.Second)
+	c := b.loadClient(1, 30*time.Second)
 	defer closeClient(c)
 	var st struct {
 		Chain struct {
@@ -459,7 +463,7 @@ func (b *harness) verifyAndRestart(ctx context.Context) error {
 // readers runs 16 readers of GET /v1/events?since=…&limit=100 from random points
 // of the chain, and samples the node's RSS meanwhile.
 func (b *harness) readers(ctx context.Context) error {
-	c := newLoadClient(readers, 30*time.Second)
+	c := b.loadClient(readers, 30*time.Second)
 	defer closeClient(c)
 	since, err := b.sampleSince(ctx, c)
 	if err != nil {

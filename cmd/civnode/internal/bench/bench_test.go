@@ -18,7 +18,7 @@ func TestConfigCheck(t *testing.T) {
 		{with(func(c *Config) { c.Node = "http://127.0.0.1:7777" }), "--node needs the node's owner token: --token or --token-file"},
 		{with(func(c *Config) { c.Node, c.Token, c.TokenFile = "http://127.0.0.1:7777", "x", "f" }), "give --token or --token-file, not both"},
 		{with(func(c *Config) { c.Node, c.Token = "http://192.0.2.1:7777", "x" }), `--node "http://192.0.2.1:7777": bench loads loopback addresses only`},
-		{with(func(c *Config) { c.Node, c.Token = "https://127.0.0.1:7777", "x" }), `--node "https://127.0.0.1:7777": want http://HOST:PORT`},
+		{with(func(c *Config) { c.Node, c.Token = "ftp://127.0.0.1:7777", "x" }), `--node "ftp://127.0.0.1:7777": want http://HOST:PORT or https://HOST:PORT`},
 		{with(func(c *Config) { c.Duration = 0 }), "--duration must be more than 0 and at most 10m"},
 		{with(func(c *Config) { c.HostileDuration = time.Hour }), "--hostile-duration must be more than 0 and at most 10m"},
 		{with(func(c *Config) { c.Events = -1 }), "--events must be 0 or more"},
@@ -30,5 +30,9 @@ func TestConfigCheck(t *testing.T) {
 	c := with(func(c *Config) { c.Node, c.Token = "http://localhost:7777/v1/", "x" })
 	if err := c.Check(); err != nil || c.Node != "http://localhost:7777" {
 		t.Errorf("loopback --node: %v, node %q", err, c.Node)
+	}
+	c = with(func(c *Config) { c.Node, c.Token = "https://127.0.0.1:7777/", "x" })
+	if err := c.Check(); err != nil || c.Node != "https://127.0.0.1:7777" {
+		t.Errorf("https --node: %v, node %q", err, c.Node)
 	}
 }

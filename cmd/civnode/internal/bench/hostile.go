@@ -78,7 +78,7 @@ func (b *harness) hostileFill(ctx context.Context) error {
 	rand.Read(rnd[:])
 	slug := "bench-" + hex.EncodeToString(rnd[:])
 	b.log.Info("bench: hostile: completing missions with ~1 MiB results", logkey.Missions, hostileMissions, logkey.Claimer, slug)
-	c := newLoadClient(hostileWriters, 2*time.Minute)
+	c := b.loadClient(hostileWriters, 2*time.Minute)
 	defer closeClient(c)
 	var boot struct {
 		AgentDID string `json:"agent_did"`
@@ -205,7 +205,7 @@ func (b *harness) hostileLevel(ctx context.Context, readers int, before float64)
 		stalled = append(stalled, c)
 	}
 
-	rc := newLoadClient(readers, 0) // bounded by the phase, not a timeout
+	rc := b.loadClient(readers, 0) // bounded by the phase, not a timeout
 	defer closeClient(rc)
 	for range readers {
 		wg.Go(func() {
@@ -231,7 +231,7 @@ func (b *harness) hostileLevel(ctx context.Context, readers int, before float64)
 	var healthMax time.Duration
 	var healthLat []time.Duration
 	var healthFails, polls int
-	probe := newLoadClient(1, healthTimeout)
+	probe := b.loadClient(1, healthTimeout)
 	defer closeClient(probe)
 	tick := time.NewTicker(hostileHealthPoll)
 	for phase.Err() == nil {

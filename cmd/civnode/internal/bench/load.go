@@ -104,6 +104,15 @@ func newLoadClient(conns int, timeout time.Duration) *http.Client {
 	}
 }
 
+// loadClient is newLoadClient for the node under load, over TLS as
+// Config.TLS says for an https:// --node. It speaks HTTP/1.1 there too, a
+// connection per caller, as over plain HTTP.
+func (b *harness) loadClient(conns int, timeout time.Duration) *http.Client {
+	c := newLoadClient(conns, timeout)
+	c.Transport.(*http.Transport).TLSClientConfig = b.cfg.TLS
+	return c
+}
+
 func closeClient(c *http.Client) { c.CloseIdleConnections() }
 
 // target is the node under load: its base URL and the owner token.

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -71,7 +72,7 @@ func (b *harness) streamDelivery(ctx context.Context) error {
 	wsURL := "ws" + strings.TrimPrefix(b.target.base, "http") + "/v1/stream"
 	clients := make([]*streamClient, streamClients)
 	for i := range clients {
-		c, err := dialStreamClient(ctx, wsURL, b.target.token)
+		c, err := dialStreamClient(ctx, wsURL, b.target.token, b.cfg.TLS)
 		if err != nil {
 			for _, c := range clients[:i] {
 				c.close()
@@ -92,7 +93,7 @@ func (b *harness) streamDelivery(ctx context.Context) error {
 	// the next back. With a few writers each waiting on its create, the
 	// phase measured the creates' latency instead: 8 writers at ≈ 10–20 ms a
 	// create under this load reached 275–786 events/s.
-	hc := newLoadClient(streamWriters, 30*time.Second)
+	hc := b.loadClient(streamWriters, 30*time.Second)
 	defer closeClient(hc)
 	permits := make(chan struct{}, streamWriters)
 	writeCtx, stopWriters := context.WithTimeout(ctx, b.cfg.Duration)
@@ -245,13 +246,13 @@ type streamClient struct {
 	err  error // why reading ended
 }
 
-func dialStreamClient(ctx context.Context, url, token string) (*streamClient, error) {
+func dialStreamClient(ctx context.Context, url, token string, tlsConfig *tls.Config) (*streamClient, error) {
 	h := http.Header{}
 	h.Set("Authorization", "Bearer "+token)
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	conn, _, err := websocket.Dial(dctx, url, &websocket.DialOptions{HTTPHeader: h,
-		HTTPClient: &http.Client{Transport: &http.Transport{Proxy: nil}}})
+		HTTPClient: &http.Client{Transport: &http.Transport{Proxy: nil, TLSClientConfig: tlsConfig}}})
 	if err != nil {
 		return nil, err
 	}
