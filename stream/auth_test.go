@@ -33,7 +33,8 @@ func (l *lockedBuffer) String() string {
 }
 
 // A port client without a node token, or with one the node does not take,
-// is refused at connect, as HTTP answers 401; neither secret is logged.
+// is refused at connect, as HTTP answers 401; no secret is logged, and no
+// error.
 func TestPortRefusesClientsWithoutAToken(t *testing.T) {
 	var logs lockedBuffer
 	n := newNode(t, stream.Options{Listen: "127.0.0.1:0",
@@ -57,6 +58,11 @@ func TestPortRefusesClientsWithoutAToken(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), wrong) {
 		t.Fatalf("the logs hold a presented token:\n%s", logs.String())
+	}
+	// A refused client is the client's failure, as a 401 is: not an error
+	// of the node's.
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Fatalf("a refused client is logged as an error:\n%s", logs.String())
 	}
 }
 

@@ -37,6 +37,14 @@ func (l *natsLogger) Errorf(format string, v ...any) {
 		// the link going down (peer.disconnected) and warned once a redial.
 		level = slog.LevelWarn
 	}
+	if strings.Contains(format, " - cid:") {
+		// A port client refused at login (no or a wrong token) or at its TLS
+		// handshake is the client's failure, as a 401 is over HTTP: at
+		// error level, anyone able to reach the port could fill the log.
+		if msg := fmt.Sprintf(format, v...); strings.Contains(msg, "authentication error") || strings.Contains(msg, "TLS handshake error") {
+			level = slog.LevelDebug
+		}
+	}
 	l.emit(level, format, v)
 }
 

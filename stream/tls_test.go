@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"strings"
 	"testing"
@@ -19,10 +20,11 @@ import (
 
 // tlsNode is a node whose port speaks TLS with a pair signed by ca, written
 // to files in dir.
-func tlsNode(t *testing.T, ca *testcert.CA, dir string) (*node, string, string) {
+func tlsNode(t *testing.T, ca *testcert.CA, dir string, logs io.Writer) (*node, string, string) {
 	t.Helper()
 	certFile, keyFile := ca.Server(t).Write(t, dir, "nats")
-	n := newNode(t, stream.Options{Listen: "127.0.0.1:0", TLSCertFile: certFile, TLSKeyFile: keyFile})
+	n := newNode(t, stream.Options{Listen: "127.0.0.1:0", TLSCertFile: certFile, TLSKeyFile: keyFile,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	return n, certFile, keyFile
 }
 
@@ -38,7 +40,8 @@ func connectTLS(n *node, pool *x509.CertPool, opts ...nats.Option) (*nats.Conn, 
 // node's own subscribers are unaffected.
 func TestPortTLS(t *testing.T) {
 	ca := testcert.NewCA(t, "nats test CA")
-	n, _, _ := tlsNode(t, ca, t.TempDir())
+	var logs lockedBuffer
+	n, _, _ := tlsNode(t, ca, t.TempDir(), &logs)
 	nc, err := connectTLS(n, ca.Pool())
 	if err != nil {
 		t.Fatalf("nats.go over TLS: %v", err)
@@ -69,6 +72,11 @@ func TestPortTLS(t *testing.T) {
 	if nc, err := connectTLS(n, x509.NewCertPool()); err == nil {
 		nc.Close()
 		t.Fatal("a client that does not trust the certificate connected")
+	}
+
+	waitFor(t, "the failed handshake in the log", func() bool { return strings.Contains(logs.String(), "TLS handshake error") })
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Fatalf("a client's failed handshake is logged as an error:\n%s", logs.String())
 	}
 
 	// Plain NATS: the server says TLS is required and serves nothing.
@@ -103,7 +111,7 @@ func TestPortTLS(t *testing.T) {
 func TestPortTLSReload(t *testing.T) {
 	dir := t.TempDir()
 	oldCA, newCA := testcert.NewCA(t, "old CA"), testcert.NewCA(t, "new CA")
-	n, certFile, keyFile := tlsNode(t, oldCA, dir)
+	n, certFile, keyFile := tlsNode(t, oldCA, dir, io.Discard)
 	open, err := connectTLS(n, oldCA.Pool())
 	if err != nil {
 		t.Fatal(err)
