@@ -15,6 +15,7 @@ import (
 
 func newDoctorCommand(m *Main, g *globals) *cobra.Command {
 	var asJSON bool
+	var caFile string
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check a node's data dir, chain, port and registry, and say how to fix what is wrong",
@@ -32,9 +33,15 @@ func newDoctorCommand(m *Main, g *globals) *cobra.Command {
 			dataDirFlag, _ := settings.GetString("data-dir")
 			addrFlag, _ := settings.GetString("addr")
 			registryURL, _ := settings.GetString("registry-url")
-			addr, err := localnode.HostPort(addrFlag)
+			addr, https, err := localnode.HostPort(addrFlag)
 			if err != nil {
 				return usageErrorf("--addr %q: %w", addrFlag, err)
+			}
+			reach, prove := localnode.Reach, localnode.ProveConn
+			if https {
+				if reach, prove, err = localnode.DoctorOverTLS(addr, caFile); err != nil {
+					return err
+				}
 			}
 			// The client checks the URL as serve does; the signer is never called here.
 			if registryURL != "" {
@@ -47,7 +54,7 @@ func newDoctorCommand(m *Main, g *globals) *cobra.Command {
 				return err
 			}
 			rep, err := doctor.Run(cmd.Context(), dir, doctor.Options{Addr: addr, RegistryURL: registryURL, Logger: logger,
-				Progress: m.progress, Reach: localnode.Reach, Prove: localnode.ProveConn})
+				Progress: m.progress, Reach: reach, Prove: prove})
 			if err != nil {
 				return err
 			}
@@ -71,7 +78,8 @@ func newDoctorCommand(m *Main, g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.String(configFlag, "", "read serve's settings from its config `FILE`, as serve --config does; a flag or a CIVNODE_* variable wins over it")
 	f.String("data-dir", "", datadir.Help)
-	f.String("addr", "127.0.0.1:7777", "the node's listen address HOST:PORT, as given to serve")
+	f.String("addr", "127.0.0.1:7777", "the node's listen address HOST:PORT, as given to serve; https://HOST:PORT for a node that serves HTTPS (the name its certificate holds)")
+	f.StringVar(&caFile, "ca-file", "", localnode.CAFileHelp)
 	f.String("registry-url", localnode.DefaultRegistryURL, "the agent registry the node proxies (`URL`; \"\": none), as given to serve")
 	f.BoolVar(&asJSON, "json", false, "print the report as one JSON object")
 	return cmd

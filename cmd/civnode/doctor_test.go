@@ -443,7 +443,7 @@ func TestDoctorCommandLine(t *testing.T) {
 		stderrHas string
 	}{
 		{"bad addr", []string{"doctor", "--data-dir", missing, "--addr", "nowhere"}, 2, "", `--addr "nowhere"`},
-		{"https addr", []string{"doctor", "--data-dir", missing, "--addr", "https://127.0.0.1:7777"}, 2, "", "plain HTTP"},
+		{"ftp addr", []string{"doctor", "--data-dir", missing, "--addr", "ftp://127.0.0.1:7777"}, 2, "", `--addr "ftp://127.0.0.1:7777"`},
 		{"bad registry", []string{"doctor", "--data-dir", missing, "--registry-url", "ftp://x"}, 2, "", "--registry-url"},
 		{"an argument", []string{"doctor", "now"}, 2, "", "unknown command"},
 		{"no data dir", []string{"doctor", "--data-dir", missing, "--addr", "127.0.0.1:0", "--registry-url", "http://" + freeAddr(t)}, 1,

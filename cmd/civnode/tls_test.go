@@ -334,3 +334,38 @@ func TestBenchNodeOverTLS(t *testing.T) {
 	}
 	n.stop(t)
 }
+
+// TestDoctorOverTLS: doctor --addr https://HOST:PORT --ca-file checks a
+// node that serves HTTPS: the process on the port proves, inside TLS, that
+// it is the data dir's node, also when the channel has to use TCP.
+func TestDoctorOverTLS(t *testing.T) {
+	f := newTLSFixture(t)
+	dir := filepath.Join(t.TempDir(), "node")
+	startNode(t, dir).stop(t)
+	if err := os.WriteFile(filepath.Join(dir, "control.sock"), []byte("not a socket\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := startServe(t, dir, "--addr", "127.0.0.1:0", "--tls-cert", f.certFile, "--tls-key", f.keyFile)
+	r := runCLI(t, nil, "doctor", "--data-dir", dir, "--addr", n.url, "--ca-file", f.caFile, "--registry-url", "", "--json")
+	var rep struct {
+		Checks []struct{ Name, Status, Detail string }
+	}
+	jsonOf(t, r.stdout, &rep)
+	got := map[string]string{}
+	for _, c := range rep.Checks {
+		got[c.Name] = c.Status + ": " + c.Detail
+	}
+	for _, name := range []string{"port", "node"} {
+		if !strings.HasPrefix(got[name], "ok") {
+			t.Errorf("doctor over TLS, %s: %s\nstdout: %s", name, got[name], r.stdout)
+		}
+	}
+	if !strings.Contains(got["port"], "proved it holds node.key") {
+		t.Errorf("port: %s", got["port"])
+	}
+	r = runCLI(t, nil, "doctor", "--data-dir", dir, "--addr", n.url, "--registry-url", "", "--json")
+	if r.code != 1 || !strings.Contains(r.stdout, "certificate") {
+		t.Errorf("doctor over TLS without --ca-file: exit %d\nstdout: %s", r.code, r.stdout)
+	}
+	n.stop(t)
+}

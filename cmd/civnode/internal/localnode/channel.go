@@ -105,15 +105,10 @@ func WithCAFile(caFile string) DialOption {
 	return func(o *dialOptions) { o.caFile = caFile }
 }
 
-// HostPort turns doctor's --addr, which may be given as an http:// URL, into
-// HOST:PORT. Doctor proves the node over plain HTTP, so an https:// URL is
-// refused.
-func HostPort(addr string) (string, error) {
-	host, https, err := splitAddr(addr)
-	if err == nil && https {
-		return "", errors.New("doctor checks the node over plain HTTP; give serve's listen address HOST:PORT")
-	}
-	return host, err
+// HostPort turns --addr, which may be given as an http:// or https:// URL,
+// into HOST:PORT, and says whether it is an https:// one.
+func HostPort(addr string) (host string, https bool, err error) {
+	return splitAddr(addr)
 }
 
 // splitAddr turns --addr into HOST:PORT, and says whether it is an https://
