@@ -105,7 +105,8 @@ type Server struct {
 	ns         *server.Server
 	pub, sub   *nats.Conn
 	started    time.Time
-	leafRemote string // LeafURL's host:port, without credentials; "" without a leaf
+	leafRemote string    // LeafURL's host:port, without credentials; "" without a leaf
+	cert       *portCert // the Listen port's TLS pair; nil without TLS
 
 	published, publishErrors, slowDrops atomic.Uint64
 
@@ -199,6 +200,7 @@ func Start(opts Options) (*Server, error) {
 		pollDone: make(chan struct{}),
 		authDone: make(chan struct{}),
 		certDone: make(chan struct{}),
+		cert:     cert,
 	}
 	if opts.LeafURL != "" {
 		u, err := parseLeafURL(opts.LeafURL)

@@ -26,7 +26,8 @@ type portCert struct {
 	certFile, keyFile string
 	log               *slog.Logger
 	current           atomic.Pointer[tls.Certificate]
-	seen              [2]fileStamp // of the files last tried, loaded or not
+	seen              [2]fileStamp  // of the files last tried, loaded or not
+	force             chan struct{} // a reload asked for (Server.ReloadTLS), changed files or not
 }
 
 // fileStamp tells whether a file changed since it was last looked at.
@@ -40,7 +41,7 @@ func newPortCert(certFile, keyFile string, log *slog.Logger) (*portCert, error) 
 	if certFile == "" || keyFile == "" {
 		return nil, fmt.Errorf("%w: a certificate needs its key and a key its certificate", ErrTLSFiles)
 	}
-	c := &portCert{certFile: certFile, keyFile: keyFile, log: log}
+	c := &portCert{certFile: certFile, keyFile: keyFile, log: log, force: make(chan struct{}, 1)}
 	c.seen = c.stamps()
 	cert, err := c.load()
 	if err != nil {
@@ -76,10 +77,12 @@ func (c *portCert) config() *tls.Config {
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return c.current.Load(), nil }}
 }
 
-// reload loads the pair again if a file changed since the last try.
-func (c *portCert) reload() {
+// reload loads the pair again if forced or if a file changed since the
+// last try; a pair that fails is tried again only once a file changes again
+// (or when forced), so a bad pair is logged once.
+func (c *portCert) reload(force bool) {
 	now := c.stamps()
-	if now == c.seen {
+	if !force && now == c.seen {
 		return
 	}
 	c.seen = now
@@ -107,7 +110,22 @@ func (c *portCert) watch(stop <-chan struct{}, done chan<- struct{}) {
 		case <-stop:
 			return
 		case <-t.C:
-			c.reload()
+			c.reload(false)
+		case <-c.force:
+			c.reload(true)
 		}
+	}
+}
+
+// ReloadTLS loads the port's certificate and key again, whether or not the
+// files changed (serve does on SIGHUP), as the next poll does for changed
+// files; without TLS it does nothing. It returns at once.
+func (s *Server) ReloadTLS() {
+	if s.cert == nil {
+		return
+	}
+	select {
+	case s.cert.force <- struct{}{}:
+	default: // one is already asked for
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -169,4 +170,54 @@ func TestPortTLSMismatchedKey(t *testing.T) {
 		TLSCertFile: certFile}); !errors.Is(err, stream.ErrTLSFiles) {
 		t.Fatalf("Start with a certificate and no key: %v, want %v", err, stream.ErrTLSFiles)
 	}
+}
+
+// ReloadTLS (serve's SIGHUP) loads the pair again though the poll sees no
+// change: here the new files have the old ones' sizes and modification times.
+func TestPortTLSReloadOnRequest(t *testing.T) {
+	dir := t.TempDir()
+	oldCA, newCA := testcert.NewCA(t, "old CA"), testcert.NewCA(t, "new CA")
+	old := oldCA.Server(t)
+	certFile, keyFile := old.Write(t, dir, "nats")
+	n := newNode(t, stream.Options{Listen: "127.0.0.1:0", TLSCertFile: certFile, TLSKeyFile: keyFile,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	var stamps []time.Time
+	for _, f := range []string{certFile, keyFile} {
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stamps = append(stamps, fi.ModTime())
+	}
+	var next testcert.Pair
+	for i := 0; ; i++ {
+		next = newCA.Server(t)
+		if len(next.CertPEM) == len(old.CertPEM) && len(next.KeyPEM) == len(old.KeyPEM) {
+			break
+		}
+		if i == 200 {
+			t.Fatal("no pair of the old one's sizes in 200 tries")
+		}
+	}
+	next.Write(t, dir, "nats")
+	for i, f := range []string{certFile, keyFile} {
+		if err := os.Chtimes(f, stamps[i], stamps[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(3 * stream.CertPoll)
+	if nc, err := connectTLS(n, oldCA.Pool()); err != nil {
+		t.Fatalf("files that look unchanged were reloaded by the poll, or the old pair is gone: %v", err)
+	} else {
+		nc.Close()
+	}
+	n.st.ReloadTLS()
+	waitFor(t, "the new certificate to be served after ReloadTLS", func() bool {
+		nc, err := connectTLS(n, newCA.Pool())
+		if err != nil {
+			return false
+		}
+		nc.Close()
+		return true
+	})
 }

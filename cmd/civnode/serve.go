@@ -114,7 +114,7 @@ func newServeCommand(m *Main, g *globals) *cobra.Command {
 	f.StringVar(&cfg.catalog, "catalog", "", "game catalog JSON `FILE` (default: the catalog built into the binary; see docs/game.md)")
 	f.StringVar(&cfg.natsListen, "nats-listen", "", "open a NATS client port on `HOST:PORT` for observers (default: none, in-process only; port 0 picks a free port)")
 	f.StringVar(&cfg.registryURL, "registry-url", localnode.DefaultRegistryURL, "the agent registry the node proxies (`URL`; \"\": none, the registry routes answer 503 registry_not_configured); its credential is <data-dir>/registry.credential")
-	f.StringVar(&cfg.natsTLSCert, "nats-tls-cert", "", "serve the --nats-listen port over TLS with the PEM certificate (chain) in `FILE`, reloaded when it changes; needs --nats-tls-key (docs/streaming.md)")
+	f.StringVar(&cfg.natsTLSCert, "nats-tls-cert", "", "serve the --nats-listen port over TLS with the PEM certificate (chain) in `FILE`, reloaded when it changes or on SIGHUP; needs --nats-tls-key (docs/streaming.md)")
 	f.StringVar(&cfg.natsTLSKey, "nats-tls-key", "", "the PEM private key of --nats-tls-cert, in `FILE`; reloaded with it")
 	f.StringVar(&cfg.natsLeaf, "nats-leaf", "", "join the NATS server or cluster at `URL` (its leafnodes port, nats://host:7422) as a leaf node")
 	f.IntVar(&cfg.natsMaxConns, "nats-max-conns", stream.DefaultMaxConns, "clients of the --nats-listen port at once; one more is refused as it connects (0: NATS's own cap, 65,536)")

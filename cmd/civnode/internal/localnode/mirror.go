@@ -336,6 +336,9 @@ func (n *Node) openMirror(ctx context.Context) error {
 	if n.stream, err = stream.Start(nats); err != nil {
 		return err
 	}
+	if nats.TLSCertFile != "" {
+		n.goBackground(func(ctx context.Context) { reloadNATSCertOnHUP(ctx, n.stream) })
+	}
 	n.metrics = civhttp.NewMetrics()
 	node, err := core.Open(eventlog.Options{
 		Dir: dir.DBPath(), PublicKey: k.PublicKey(), Logger: logger,

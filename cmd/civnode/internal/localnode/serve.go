@@ -93,6 +93,9 @@ func (n *Node) openOwn(ctx context.Context) error {
 		return err
 	}
 	logNATS(logger, n.stream.Status())
+	if nats.TLSCertFile != "" {
+		n.goBackground(func(ctx context.Context) { reloadNATSCertOnHUP(ctx, n.stream) })
+	}
 	// Before the log and the registry client, which report into it.
 	n.metrics = civhttp.NewMetrics()
 	if err := n.metrics.SetBuildInfo(cfg.Version, cfg.Commit, cfg.GoVersion); err != nil {
