@@ -6,7 +6,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"log/slog"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -124,5 +126,19 @@ func TestCertReloader(t *testing.T) {
 	}
 	if got := servedSerial(t, r); got != renewed.Serial.String() {
 		t.Fatalf("after a mismatched pair served %s, want the previous %s", got, renewed.Serial)
+	}
+
+	// SIGHUP loads the files again though they did not change since: here
+	// the mismatched pair, refused again.
+	self, err := os.FindProcess(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := self.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the reload on SIGHUP logged", func() bool { return strings.Contains(log.String(), "why=SIGHUP") })
+	if got := servedSerial(t, r); got != renewed.Serial.String() {
+		t.Fatalf("after SIGHUP served %s, want the previous %s", got, renewed.Serial)
 	}
 }
