@@ -76,13 +76,12 @@ func (a *portAuth) Check(c server.ClientAuthentication) bool {
 		return false
 	}
 	opts := c.GetOpts()
-	if opts.Username == nodeUser {
-		if subtle.ConstantTimeCompare([]byte(opts.Password), []byte(a.password)) != 1 {
-			return false
-		}
+	if opts.Username == nodeUser && subtle.ConstantTimeCompare([]byte(opts.Password), []byte(a.password)) == 1 {
 		c.RegisterUser(&server.User{Username: nodeUser, Account: a.node})
 		return true
 	}
+	// Any other login, a user named as the node's included, is a port
+	// client's: its token decides.
 	if a.check == nil {
 		return false
 	}

@@ -72,8 +72,9 @@ func TestPortTakesANodeTokenAsTokenOrPassword(t *testing.T) {
 	n := newNode(t, stream.Options{Listen: "127.0.0.1:0"})
 	addr := "nats://" + n.st.Status().NATS.Listen
 	for name, opt := range map[string]nats.Option{
-		"token":    nats.Token(testToken),
-		"password": nats.UserInfo("anyone", testToken),
+		"token":                            nats.Token(testToken),
+		"password":                         nats.UserInfo("anyone", testToken),
+		"password of the node's user name": nats.UserInfo("civnode", testToken),
 	} {
 		nc, err := nats.Connect(addr, opt)
 		if err != nil {
