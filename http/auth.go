@@ -79,6 +79,8 @@ type authenticator struct {
 	log      *eventlog.Log
 	logger   *slog.Logger
 	limiter  *rate.Limiter
+	// proxies names the client behind a trusted proxy in the audit entry.
+	proxies proxyTrust
 }
 
 func newAuthenticator(ownerToken string, governs []string, tokens Tokens, log *eventlog.Log, logger *slog.Logger, limiter *rate.Limiter) *authenticator {
@@ -188,7 +190,7 @@ func (a *authenticator) recordFailure(r *http.Request) {
 	if !a.limiter.Allow() {
 		return
 	}
-	detail := authFailedDetail{Path: r.URL.Path, Remote: r.RemoteAddr}
+	detail := authFailedDetail{Path: r.URL.Path, Remote: a.proxies.clientAddr(r)}
 	if _, err := a.log.Audit(r.Context(), "auth.failed", anonymousActor, detail); err != nil {
 		a.logger.Warn("audit auth.failed", logkey.Err, err)
 	}

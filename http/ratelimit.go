@@ -230,7 +230,7 @@ func (s *Server) refuseFailingAddress(w http.ResponseWriter, r *http.Request) bo
 	if s.authFails.size.Load() == 0 {
 		return false // the usual case: no address has failed, nor has its address to be parsed
 	}
-	wait := s.authFails.wait(clientAddress(r.RemoteAddr))
+	wait := s.authFails.wait(clientAddress(s.clientAddr(r)))
 	if wait == 0 {
 		return false
 	}
@@ -240,21 +240,22 @@ func (s *Server) refuseFailingAddress(w http.ResponseWriter, r *http.Request) bo
 
 // noteAuthFailure spends one of the address's failed authentications.
 func (s *Server) noteAuthFailure(r *http.Request) {
-	addr := clientAddress(r.RemoteAddr)
+	addr := clientAddress(s.clientAddr(r))
 	if s.authFails.spend(addr) {
 		s.logger.LogAttrs(r.Context(), slog.LevelWarn, "address over its limit of failed authentications; refusing its requests with 429",
 			slog.String(logkey.Address, addr), slog.Float64(logkey.PerS, float64(authFailRate)), slog.Int(logkey.Burst, authFailBurst))
 	}
 }
 
-// clientAddress is the key of a request's failed-authentication bucket: the
-// client's IP address without its port, and for IPv6 its /64, since one host
-// commonly holds a whole /64. A remote address that is not IP:port (the
-// control socket's peer name) is its own key.
+// clientAddress is the key of a client's per-address buckets: the client's
+// IP address (remote is IP:port or, named by a trusted proxy, a bare IP)
+// without its port, and for IPv6 its /64, since one host commonly holds a
+// whole /64. A remote address that is neither (the control socket's peer
+// name) is its own key.
 func clientAddress(remote string) string {
 	host, _, err := net.SplitHostPort(remote)
 	if err != nil {
-		return remote
+		host = remote
 	}
 	ip, err := netip.ParseAddr(host)
 	if err != nil {

@@ -62,7 +62,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 				s.logger.LogAttrs(r.Context(), level, "http request",
 					slog.String(logkey.Method, method), slog.String(logkey.Route, route),
 					slog.Int(logkey.Status, status), slog.Duration(logkey.Duration, took),
-					slog.Int64(logkey.Bytes, rec.bytes), slog.String(logkey.Remote, r.RemoteAddr),
+					slog.Int64(logkey.Bytes, rec.bytes), slog.String(logkey.Remote, s.clientAddr(r)),
 					slog.String(logkey.RequestID, id))
 			}
 		}()

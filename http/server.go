@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -73,6 +74,12 @@ type Options struct {
 	// at once; one more is refused with 429 too_many_streams. Default
 	// DefaultStreamsPerToken; negative: no cap.
 	StreamsPerToken int
+	// TrustedProxies are the reverse proxies (addresses and networks) whose
+	// Forwarded or X-Forwarded-For the node reads for a request's client
+	// address, which every per-address rule, audit entry and request log
+	// uses (clientaddr.go); from any other peer both headers are ignored.
+	// None: the TCP peer is the client.
+	TrustedProxies []netip.Prefix
 
 	// Identity runs the identity commands and signs the node's binding proof;
 	// Identities is the identity read model (fed by OnCommit). Set both or
@@ -365,6 +372,7 @@ func New(opts Options) *Server {
 		workers:         newHandlerWorkers(),
 		requestIDs:      newRequestIDs(),
 	}
+	s.auth.proxies = newProxyTrust(opts.TrustedProxies)
 	if budget := opts.ResponseBudget; budget >= 0 {
 		if budget == 0 {
 			budget = DefaultResponseBudgetPages * int64(opts.PageBytes)

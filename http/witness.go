@@ -42,7 +42,7 @@ func (s *Server) handleAddCheckpoint(w http.ResponseWriter, r *http.Request, _ h
 		writeText(w, http.StatusNotFound, "text/plain; charset=utf-8", "this node witnesses no log\n")
 		return nil
 	}
-	if wait, _ := s.witnessLimits.take(clientAddress(r.RemoteAddr)); wait > 0 {
+	if wait, _ := s.witnessLimits.take(clientAddress(s.clientAddr(r))); wait > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(wait.Seconds()+0.999))))
 		writeText(w, http.StatusTooManyRequests, "text/plain; charset=utf-8", "too many add-checkpoint requests from this address; retry later\n")
 		return nil

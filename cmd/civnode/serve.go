@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -73,6 +75,9 @@ type serveConfig struct {
 	// tls is the node's HTTPS (--tls-cert, --tls-key, --tls-client-ca) and
 	// --allow-plain-http (docs/deploying.md).
 	tls localnode.TLS
+	// trustedProxies are the --trusted-proxy addresses and networks, whose
+	// Forwarded and X-Forwarded-For name a request's client.
+	trustedProxies []string
 }
 
 // serveCmd is civnode serve: its flags, and the node they configure.
@@ -133,6 +138,7 @@ func newServeCommand(m *Main, g *globals) *cobra.Command {
 	f.StringVar(&cfg.tls.KeyFile, "tls-key", "", "the PEM private key of --tls-cert, in `FILE`; reloaded with it")
 	f.StringVar(&cfg.tls.ClientCAFile, "tls-client-ca", "", "require client certificates that chain to a CA in the PEM `FILE` (mutual TLS; needs --tls-cert)")
 	f.BoolVar(&cfg.tls.AllowPlainHTTP, "allow-plain-http", false, "serve plain HTTP on an --addr that is not loopback (behind a proxy that terminates TLS); warned of at each start")
+	f.StringArrayVar(&cfg.trustedProxies, "trusted-proxy", nil, "read the client's address from Forwarded or X-Forwarded-For on connections from the reverse proxy at `CIDR` (a bare IP is one address; repeatable; docs/deploying.md)")
 	cfg.mirror.add(cmd, "mirror-")
 	return cmd
 }
@@ -172,7 +178,29 @@ func (cfg serveConfig) check() error {
 			return usageErrorf("--witness: %v", err)
 		}
 	}
+	if _, err := cfg.httpTrustedProxies(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// httpTrustedProxies parses --trusted-proxy: a CIDR, or an IP address that
+// is a network of its own.
+func (cfg serveConfig) httpTrustedProxies() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, v := range cfg.trustedProxies {
+		v = strings.TrimSpace(v)
+		if p, err := netip.ParsePrefix(v); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(v)
+		if err != nil {
+			return nil, usageErrorf("--trusted-proxy %q is neither a CIDR nor an IP address", v)
+		}
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
 }
 
 // httpRateLimit is --rate-limit as civhttp.Options takes it, where 0 is the
@@ -226,6 +254,10 @@ func (c *serveCmd) run(ctx context.Context) error {
 		return err
 	}
 	build := readBuildInfo()
+	proxies, err := cfg.httpTrustedProxies()
+	if err != nil {
+		return err
+	}
 	lc := localnode.Config{
 		Dir: dir, Addr: cfg.addr, TLS: cfg.tls, Catalog: cat, RegistryURL: cfg.registryURL, ModelCache: cfg.modelCache,
 		HTTP: civhttp.Options{
@@ -236,6 +268,7 @@ func (c *serveCmd) run(ctx context.Context) error {
 			RateBurst:       cfg.rateBurst,
 			MaxConns:        cfg.httpMaxConns(),
 			MaxConnsPerAddr: cfg.httpMaxConnsPerAddr(),
+			TrustedProxies:  proxies,
 		},
 		NATS: stream.Options{Listen: cfg.natsListen, LeafURL: cfg.natsLeaf, TLSCertFile: cfg.natsTLSCert, TLSKeyFile: cfg.natsTLSKey,
 			MaxConns: natsLimit(cfg.natsMaxConns), MaxSubs: natsLimit(cfg.natsMaxSubs), MaxPending: cfg.natsMaxPending},
