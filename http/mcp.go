@@ -85,6 +85,9 @@ func (s *Server) mcpRoutes() {
 		// client that hangs up cancels its tool. Older protocols are bounded
 		// by the tools' own time-outs.
 		PropagateRequestCancellation: true,
+		// mcpHostRefusal guards against DNS rebinding as the SDK would, and
+		// knows the public URL.
+		DisableLocalhostProtection: true,
 	})
 	s.mcp = auth.RequireBearerToken(mcpTokenInfo, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(transport)
 	s.handle(http.MethodPost, "/mcp", s.handleMCP, routeObserver|routeStreaming)
@@ -98,6 +101,9 @@ func (s *Server) handleMCP(w http.ResponseWriter, r *http.Request, _ httprouter.
 	// ErrNotSupported (a recorder in tests) has no connection to bound.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.mcpCallLimit() + s.writeTimeout))
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if err := s.mcpHostRefusal(r); err != nil {
+		return err
+	}
 	mw := &mcpResponseWriter{ResponseWriter: w}
 	if err := s.serveMCP(mw, r); err != nil {
 		return err

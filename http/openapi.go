@@ -33,13 +33,13 @@ func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request, _ httprou
 	h := w.Header()
 	setJSONHeaders(h)
 	h.Set("Cache-Control", "no-cache")
-	h.Set("ETag", openAPIETag)
-	if etagMatches(r.Header.Get("If-None-Match"), openAPIETag) {
+	h.Set("ETag", s.openAPITag)
+	if etagMatches(r.Header.Get("If-None-Match"), s.openAPITag) {
 		h.Del("Content-Type")
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(openAPIDocument) // a write error means the client has gone
+	_, _ = w.Write(s.openAPIDoc) // a write error means the client has gone
 	return nil
 }

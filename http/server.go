@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -80,6 +81,10 @@ type Options struct {
 	// uses (clientaddr.go); from any other peer both headers are ignored.
 	// None: the TCP peer is the client.
 	TrustedProxies []netip.Prefix
+	// PublicURL is the address clients use (ParsePublicURL), when it is not
+	// the listen address: POST /mcp accepts its Host and Origin, and GET
+	// /v1/openapi.json names it as the server (publicurl.go). "": none.
+	PublicURL string
 
 	// Identity runs the identity commands and signs the node's binding proof;
 	// Identities is the identity read model (fed by OnCommit). Set both or
@@ -219,6 +224,12 @@ type Server struct {
 	// the API's surface (the oracle has no route).
 	routeTable []string
 	handler    http.Handler
+
+	// publicURL is Options.PublicURL; nil: none. openAPIDoc and openAPITag
+	// are the OpenAPI document served and its ETag (publicurl.go).
+	publicURL  *url.URL
+	openAPIDoc []byte
+	openAPITag string
 
 	// tokenLimits is the rate limit of each token (ratelimit.go); nil: none.
 	tokenLimits *keyedLimiters
@@ -373,6 +384,12 @@ func New(opts Options) *Server {
 		requestIDs:      newRequestIDs(),
 	}
 	s.auth.proxies = newProxyTrust(opts.TrustedProxies)
+	s.openAPIDoc, s.openAPITag = openAPIDocument, openAPIETag
+	if opts.PublicURL != "" {
+		if err := s.setPublicURL(opts.PublicURL); err != nil {
+			logger.Error("public URL ignored", logkey.Err, err)
+		}
+	}
 	if budget := opts.ResponseBudget; budget >= 0 {
 		if budget == 0 {
 			budget = DefaultResponseBudgetPages * int64(opts.PageBytes)

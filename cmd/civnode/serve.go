@@ -78,6 +78,8 @@ type serveConfig struct {
 	// trustedProxies are the --trusted-proxy addresses and networks, whose
 	// Forwarded and X-Forwarded-For name a request's client.
 	trustedProxies []string
+	// publicURL is the address clients use, when it is not --addr.
+	publicURL string
 }
 
 // serveCmd is civnode serve: its flags, and the node they configure.
@@ -139,6 +141,7 @@ func newServeCommand(m *Main, g *globals) *cobra.Command {
 	f.StringVar(&cfg.tls.ClientCAFile, "tls-client-ca", "", "require client certificates that chain to a CA in the PEM `FILE` (mutual TLS; needs --tls-cert)")
 	f.BoolVar(&cfg.tls.AllowPlainHTTP, "allow-plain-http", false, "serve plain HTTP on an --addr that is not loopback (behind a proxy that terminates TLS); warned of at each start")
 	f.StringArrayVar(&cfg.trustedProxies, "trusted-proxy", nil, "read the client's address from Forwarded or X-Forwarded-For on connections from the reverse proxy at `CIDR` (a bare IP is one address; repeatable; docs/deploying.md)")
+	f.StringVar(&cfg.publicURL, "public-url", "", "the `URL` clients reach the node at (behind a proxy or a name of its own): POST /mcp accepts its Host and Origin, and GET /v1/openapi.json names it as the server (docs/deploying.md)")
 	cfg.mirror.add(cmd, "mirror-")
 	return cmd
 }
@@ -180,6 +183,11 @@ func (cfg serveConfig) check() error {
 	}
 	if _, err := cfg.httpTrustedProxies(); err != nil {
 		return err
+	}
+	if cfg.publicURL != "" {
+		if _, err := civhttp.ParsePublicURL(cfg.publicURL); err != nil {
+			return usageErrorf("--public-url %q: %v", cfg.publicURL, err)
+		}
 	}
 	return nil
 }
@@ -269,6 +277,7 @@ func (c *serveCmd) run(ctx context.Context) error {
 			MaxConns:        cfg.httpMaxConns(),
 			MaxConnsPerAddr: cfg.httpMaxConnsPerAddr(),
 			TrustedProxies:  proxies,
+			PublicURL:       cfg.publicURL,
 		},
 		NATS: stream.Options{Listen: cfg.natsListen, LeafURL: cfg.natsLeaf, TLSCertFile: cfg.natsTLSCert, TLSKeyFile: cfg.natsTLSKey,
 			MaxConns: natsLimit(cfg.natsMaxConns), MaxSubs: natsLimit(cfg.natsMaxSubs), MaxPending: cfg.natsMaxPending},

@@ -26,3 +26,15 @@ func TestServeTrustedProxyFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestServePublicURLFlag: --public-url must be an http or https URL.
+func TestServePublicURLFlag(t *testing.T) {
+	for url, ok := range map[string]bool{"https://node.example.com": true, "http://10.0.0.1:7777/civ": true,
+		"node.example.com": false, "ftp://node.example.com": false, "https://node.example.com/?a=1": false} {
+		cfg := serveConfig{publicURL: url, rateLimit: 1, natsMaxPending: 1 << 30, pageBytes: 1, witnessStartWait: 1,
+			publishInterval: 1, modelCache: 1 << 20, witnessQuorum: 1}
+		if err := cfg.check(); (err == nil) != ok {
+			t.Errorf("--public-url %q: %v", url, err)
+		}
+	}
+}
