@@ -1,8 +1,11 @@
 package http
 
 import (
+	"bufio"
 	"crypto/ed25519"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -11,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/civnode/civnode/witness"
 )
@@ -202,4 +206,92 @@ func mustPrefix(t *testing.T, s string) netip.Prefix {
 		t.Fatal(err)
 	}
 	return netip.PrefixFrom(a, a.BitLen())
+}
+
+// proxiedConn opens a connection from the trusted loopback proxy address,
+// sends GET /v1/state with the owner token for client on it and returns
+// the answer's status, keeping the connection open (idle) if it was 200.
+func proxiedConn(t *testing.T, addr, client string) int {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(waitDeadline))
+	if _, err := io.WriteString(c, "GET /v1/state HTTP/1.1\r\nHost: civnode\r\nAuthorization: Bearer "+testToken+
+		"\r\nX-Forwarded-For: "+client+"\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var e struct{ Code string }
+		if err := json.Unmarshal(body, &e); err != nil || e.Code != "too_many_connections" || !resp.Close {
+			t.Errorf("a refused client's answer: %d %s (Connection: close %v)", resp.StatusCode, body, resp.Close)
+		}
+	}
+	return resp.StatusCode
+}
+
+// TestTrustedProxyConnCapPerClient: the connections of a trusted proxy count
+// against the clients whose requests they carry, so one client behind the
+// proxy meets the per-address cap and another still gets in.
+func TestTrustedProxyConnCapPerClient(t *testing.T) {
+	const perAddr = 64
+	n := newTestNodeWith(t, func(o *Options) {
+		o.MaxConns, o.MaxConnsPerAddr = 1000, perAddr
+		o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	}, nil)
+	addr := serveOn(t, n.srv)
+	for i := range perAddr {
+		if got := proxiedConn(t, addr, "203.0.113.7"); got != http.StatusOK {
+			t.Fatalf("connection %d of the client: %d", i+1, got)
+		}
+	}
+	if got := proxiedConn(t, addr, "203.0.113.7"); got != http.StatusServiceUnavailable {
+		t.Errorf("connection %d of the client: %d, want 503", perAddr+1, got)
+	}
+	if got := proxiedConn(t, addr, "203.0.113.8"); got != http.StatusOK {
+		t.Errorf("another client behind the proxy: %d", got)
+	}
+	// The proxy's own address holds perAddr+1 connections, and is no client.
+	if got := proxiedConn(t, addr, "127.0.0.1"); got != http.StatusOK {
+		t.Errorf("the proxy as its own client: %d", got)
+	}
+
+	// Through a reverse proxy: the client at its cap is refused, another not.
+	target, err := url.Parse("http://" + addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(target)
+		pr.Out.Header["X-Forwarded-For"] = pr.In.Header.Values("X-Forwarded-For")
+	}})
+	t.Cleanup(proxy.Close)
+	p := &testNode{t: t, url: proxy.URL}
+	if r := p.request(http.MethodGet, "/v1/state", testToken, nil, "X-Forwarded-For", "203.0.113.7"); r.status != http.StatusServiceUnavailable {
+		t.Errorf("the client at its cap through the proxy: %d", r.status)
+	}
+	if r := p.request(http.MethodGet, "/v1/state", testToken, nil, "X-Forwarded-For", "203.0.113.9"); r.status != http.StatusOK {
+		t.Errorf("another client through the proxy: %d %s", r.status, r.body)
+	}
+}
+
+// TestUntrustedPeerConnCapIsItsOwn: a peer that is not a trusted proxy is
+// counted against its own address, whatever X-Forwarded-For says.
+func TestUntrustedPeerConnCapIsItsOwn(t *testing.T) {
+	n := newTestNodeWith(t, func(o *Options) {
+		o.MaxConns, o.MaxConnsPerAddr = 100, 2
+		o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("192.0.2.1/32")}
+	}, nil)
+	addr := serveOn(t, n.srv)
+	proxiedConn(t, addr, "203.0.113.7")
+	proxiedConn(t, addr, "203.0.113.8")
+	wantRefusedConn(t, dialFrom(t, addr, "127.0.0.1"))
 }

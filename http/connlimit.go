@@ -47,6 +47,15 @@ import (
 //     each closed only by the header time-out and opened again, would hold
 //     the whole cap, reserve included, since a token is only known once a
 //     head is read.
+//   - A connection from a trusted proxy (Options.TrustedProxies) carries
+//     the requests of many clients, one after another, so its address is
+//     not known at accept: it counts against no address until a request's
+//     head names its client (admitClient), then against that client's until
+//     a request of another client moves it. A request whose client is at its
+//     cap (with no idle anonymous connection of its own to close) is
+//     answered 503 too_many_connections and the connection closed, as one
+//     over the cap would be at accept; a new client on the connection must
+//     authenticate anew.
 const (
 	// DefaultMaxConns is the default of Options.MaxConns. Each connection
 	// holds a file descriptor, a goroutine and its buffers (a few KiB idle);
@@ -91,6 +100,9 @@ type connLimitListener struct {
 	// anonIdle is the idle time-out of connections that never
 	// authenticated; 0: the server's own.
 	anonIdle time.Duration
+	// proxies are the trusted proxies, whose connections are counted
+	// against their requests' clients.
+	proxies  proxyTrust
 	refusing chan struct{} // a slot per refusal in progress
 	answer   []byte        // the whole HTTP response to a refused connection
 	// refused, if set, is called once a refused connection is closed (tests).
@@ -173,10 +185,15 @@ func (l *connLimitListener) Accept() (net.Conn, error) {
 // c would take its address past its cap or the node into the reserve, and
 // else, at a full cap, the oldest fresh connection; nil: c is over a cap.
 func (l *connLimitListener) admitTCP(c net.Conn) *limitedConn {
-	addr := clientAddress(c.RemoteAddr().String())
+	remote := c.RemoteAddr().String()
+	proxied := l.proxies.peerTrusted(remote)
+	addr := clientAddress(remote)
+	if proxied {
+		addr = "" // known once a request names its client
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.perAddr > 0 && l.addrs[addr] >= l.perAddr && !l.evictLocked(addr) && !l.evictFreshLocked(addr) {
+	if !proxied && l.perAddr > 0 && l.addrs[addr] >= l.perAddr && !l.evictLocked(addr) && !l.evictFreshLocked(addr) {
 		return nil
 	}
 	if l.tcp.open.Load() >= l.tcp.max-l.reserve {
@@ -190,8 +207,10 @@ func (l *connLimitListener) admitTCP(c net.Conn) *limitedConn {
 		return nil
 	}
 	l.tcp.open.Add(1)
-	l.addrs[addr]++
-	lc := &limitedConn{Conn: c, l: l, pool: l.tcp, tcp: true, addr: addr, reserve: open >= l.tcp.max-l.reserve}
+	if !proxied {
+		l.addrs[addr]++
+	}
+	lc := &limitedConn{Conn: c, l: l, pool: l.tcp, tcp: true, addr: addr, proxied: proxied, reserve: open >= l.tcp.max-l.reserve}
 	lc.headPending.Store(true)
 	lc.fresh = l.fresh.PushBack(lc)
 	return lc
@@ -232,10 +251,45 @@ func (l *connLimitListener) releaseLocked(c *limitedConn) {
 	if c.tcp {
 		l.leaveIdleLocked(c)
 		l.leaveFreshLocked(c)
-		if l.addrs[c.addr]--; l.addrs[c.addr] <= 0 {
-			delete(l.addrs, c.addr)
-		}
+		l.leaveAddrLocked(c)
 	}
+}
+
+// leaveAddrLocked stops counting c against its address.
+func (l *connLimitListener) leaveAddrLocked(c *limitedConn) {
+	if c.proxied && c.addr == "" {
+		return // no request has named its client yet
+	}
+	if l.addrs[c.addr]--; l.addrs[c.addr] <= 0 {
+		delete(l.addrs, c.addr)
+	}
+	if c.proxied {
+		c.addr = ""
+	}
+}
+
+// admitClient counts a connection from a trusted proxy against the client
+// of the request it carries, client (clientAddress), and reports whether the
+// client is within its cap. A client at its cap may have one of its own idle
+// anonymous connections closed to make room. On a connection that changes
+// clients the new one has not authenticated.
+func (l *connLimitListener) admitClient(c *limitedConn, client string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.released {
+		return false
+	}
+	if c.addr == client {
+		return true
+	}
+	if l.perAddr > 0 && l.addrs[client] >= l.perAddr && !l.evictLocked(client) {
+		return false
+	}
+	l.leaveAddrLocked(c)
+	c.addr = client
+	l.addrs[client]++
+	c.authenticated.Store(false)
+	return true
 }
 
 // leaveIdleLocked takes c off the idle list and stops its idle timer.
@@ -322,6 +376,11 @@ func asLimitedConn(c net.Conn) *limitedConn {
 func (s *Server) admitConn(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, _ := r.Context().Value(connKey{}).(*limitedConn)
+		if c != nil && c.proxied && !c.l.admitClient(c, clientAddress(s.clientAddr(r))) {
+			w.Header().Set("Connection", "close")
+			s.writeError(w, r, errTooManyConnections)
+			return
+		}
 		if c == nil || c.authenticated.Load() {
 			next.ServeHTTP(w, r)
 			return
@@ -432,7 +491,10 @@ type limitedConn struct {
 	l    *connLimitListener
 	pool *connPool
 	tcp  bool
-	addr string // clientAddress of the peer (TCP)
+	addr string // clientAddress of the peer (TCP); of its last request's client if proxied
+	// proxied: from a trusted proxy; addr is "" until a request names its
+	// client (admitClient).
+	proxied bool
 	// reserve: let into the reserve; its requests need a valid token.
 	reserve       bool
 	authenticated atomic.Bool

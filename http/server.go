@@ -636,6 +636,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	cl := limitConns(ln, s.maxConns)
 	cl.perAddr, cl.anonIdle = s.maxConnsPerAddr, min(s.anonIdleTimeout, s.idleTimeout)
+	cl.proxies = s.auth.proxies
 	s.conns.Store(cl)
 	hs.ConnState, hs.ConnContext = cl.connState, cl.connContext
 	ln = cl
