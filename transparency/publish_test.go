@@ -10,11 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/mod/sumdb/note"
-
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/internal/atomicfile"
-	"github.com/civnode/civnode/witness"
 )
 
 // cosign returns the signed checkpoint of l's current tree with a
@@ -22,27 +19,7 @@ import (
 // key.
 func cosign(t *testing.T, l *eventlog.Log, witnessKey ed25519.PrivateKey) ([]byte, string) {
 	t.Helper()
-	_, signed, err := l.TreeCheckpoint()
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := note.NewVerifier(l.VerifierKey())
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := note.Open(signed, note.VerifierList(v))
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := witness.NewCosignatureSigner("witness.example/w", witnessKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cosigned, err := note.Sign(n, signer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cosigned, signer.VerifierKey()
+	return cosignAt(t, l, l.TreeSize(), witnessKey)
 }
 
 // keepWitnessed writes a submitter's state file holding w as the witnessed
