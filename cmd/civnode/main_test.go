@@ -193,10 +193,17 @@ func startNode(t *testing.T, dir string) *node {
 // startNodeArgs is startNode with extra serve arguments.
 func startNodeArgs(t *testing.T, dir string, extra ...string) *node {
 	t.Helper()
+	return serveUntilListening(t, dir, listeningLine, append([]string{"--addr", "127.0.0.1:0"}, extra...)...)
+}
+
+// serveUntilListening runs serve on dir with args and waits for its first
+// stdout line, which must match line; its group is the node's URL.
+func serveUntilListening(t *testing.T, dir string, line *regexp.Regexp, args ...string) *node {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out := newLineWriter()
 	n := &node{dir: dir, cancel: cancel, done: make(chan error, 1), stderr: &syncBuffer{}}
-	args := append([]string{"serve", "--data-dir", dir, "--addr", "127.0.0.1:0"}, extra...)
+	args = append([]string{"serve", "--data-dir", dir}, args...)
 	go func() { n.done <- testMain(nil, out, n.stderr).Run(ctx, args) }()
 	t.Cleanup(func() {
 		cancel()
@@ -206,10 +213,10 @@ func startNodeArgs(t *testing.T, dir string, extra ...string) *node {
 		}
 	})
 	select {
-	case line := <-out.lines:
-		mm := listeningLine.FindStringSubmatch(line)
+	case first := <-out.lines:
+		mm := line.FindStringSubmatch(first)
 		if mm == nil {
-			t.Fatalf("first stdout line %q is not the listening line", line)
+			t.Fatalf("first stdout line %q is not the listening line", first)
 		}
 		n.url = mm[1]
 	case err := <-n.done:

@@ -27,37 +27,7 @@ var anyListeningLine = regexp.MustCompile(`^civnode listening on (https?://[^ ]+
 // like startNodeArgs, for HTTPS and addresses beyond loopback.
 func startServe(t *testing.T, dir string, args ...string) *node {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	out := newLineWriter()
-	n := &node{dir: dir, cancel: cancel, done: make(chan error, 1), stderr: &syncBuffer{}}
-	args = append([]string{"serve", "--data-dir", dir}, args...)
-	go func() { n.done <- testMain(nil, out, n.stderr).Run(ctx, args) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-n.done:
-		case <-time.After(waitTimeout):
-		}
-	})
-	select {
-	case line := <-out.lines:
-		mm := anyListeningLine.FindStringSubmatch(line)
-		if mm == nil {
-			t.Fatalf("first stdout line %q is not the listening line", line)
-		}
-		n.url = mm[1]
-	case err := <-n.done:
-		n.done <- err
-		t.Fatalf("serve ended before listening: %v\nstderr:\n%s", err, n.stderr)
-	case <-time.After(waitTimeout):
-		t.Fatalf("no listening line within %v\nstderr:\n%s", waitTimeout, n.stderr)
-	}
-	tok, err := os.ReadFile(filepath.Join(dir, "control.token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.token = strings.TrimSpace(string(tok))
-	return n
+	return serveUntilListening(t, dir, anyListeningLine, args...)
 }
 
 // tlsFixture is a test CA, a server pair signed by it on disk, and a
