@@ -65,6 +65,22 @@ func lagging(t *testing.T, to string, max time.Duration) *httptest.Server {
 	return srv
 }
 
+// startWithLaggingWitness starts a node in root/a whose one witness, a
+// civnode witness in root/witness, answers through a proxy that delays it up
+// to 2 s; it returns the node, the witness's verifier key and the node's.
+func startWithLaggingWitness(t *testing.T, root string) (a *node, wkey, vkey string) {
+	t.Helper()
+	w := startNode(t, root+"/witness")
+	wkey = verifierKeyOfWitness(t, w)
+	w.stop(t)
+	a = startNode(t, root+"/a")
+	vkey = summaryOf(t, a.url, a.token).VerifierKey
+	a.stop(t)
+	w = startNodeArgs(t, root+"/witness", "--witness-for", vkey)
+	slow := lagging(t, w.url, 2*time.Second)
+	return startNodeArgs(t, root+"/a", "--witness", wkey+"@"+slow.URL+"/v1/witness"), wkey, vkey
+}
+
 // TestServeMirrorWaitsForWitnesses: a mirror that requires a witness
 // (serve --mirror-of --mirror-witness) follows a published directory that
 // civnode transparency publish --unwitnessed rewrites right after each of 50
@@ -78,15 +94,7 @@ func lagging(t *testing.T, to string, max time.Duration) *httptest.Server {
 // beside it, waits and catches up the same way.
 func TestServeMirrorWaitsForWitnesses(t *testing.T) {
 	root := t.TempDir()
-	w := startNode(t, root+"/witness")
-	wkey := verifierKeyOfWitness(t, w)
-	w.stop(t)
-	a := startNode(t, root+"/a")
-	vkey := summaryOf(t, a.url, a.token).VerifierKey
-	a.stop(t)
-	w = startNodeArgs(t, root+"/witness", "--witness-for", vkey)
-	slow := lagging(t, w.url, 2*time.Second)
-	a = startNodeArgs(t, root+"/a", "--witness", wkey+"@"+slow.URL+"/v1/witness")
+	a, wkey, vkey := startWithLaggingWitness(t, root)
 	s := newSurvey(t, a.url, a.token)
 
 	pub := filepath.Join(root, "pub")

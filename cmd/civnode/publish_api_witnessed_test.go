@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/civnode/civnode/transparency"
 )
@@ -16,15 +15,7 @@ import (
 // --unwitnessed writes the plain one.
 func TestPublishThroughTheAPIWaitsForTheWitnesses(t *testing.T) {
 	root := t.TempDir()
-	w := startNode(t, root+"/witness")
-	wkey := verifierKeyOfWitness(t, w)
-	w.stop(t)
-	a := startNode(t, root+"/a")
-	vkey := summaryOf(t, a.url, a.token).VerifierKey
-	a.stop(t)
-	w = startNodeArgs(t, root+"/witness", "--witness-for", vkey)
-	slow := lagging(t, w.url, 2*time.Second)
-	a = startNodeArgs(t, root+"/a", "--witness", wkey+"@"+slow.URL+"/v1/witness")
+	a, wkey, _ := startWithLaggingWitness(t, root)
 	postOK(t, a.url, a.token, "/v1/civilization/bootstrap-identity", `{"display_name":"Ada Lovelace","public_id":"ada"}`)
 
 	pub := filepath.Join(root, "pub")
