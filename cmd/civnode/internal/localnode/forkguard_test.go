@@ -18,15 +18,7 @@ import (
 // back. The chain reaching that size lets it go.
 func TestToldTreeOutlivesItsSource(t *testing.T) {
 	ctx := context.Background()
-	_, key, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chain, err := eventlog.Open(eventlog.Options{InMemory: true, Key: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer chain.Close()
+	chain := openMemChain(t)
 	g := newForkGuard(&forkGuard{chain: chain, dir: datadir.Dir(t.TempDir()), logger: slog.New(slog.DiscardHandler), startWait: time.Millisecond})
 	if !g.checkOnce(ctx, time.Second) || chain.Held() != nil {
 		t.Fatalf("a guard with no sources did not let the log append: %+v", chain.Held())
@@ -46,4 +38,20 @@ func TestToldTreeOutlivesItsSource(t *testing.T) {
 	if g.checkOnce(ctx, time.Hour); chain.Held() != nil {
 		t.Fatalf("the chain holds the tree it was told of, and is still held: %+v", chain.Held())
 	}
+}
+
+// openMemChain is a node's chain in memory, with a new key, closed when the
+// test ends.
+func openMemChain(t *testing.T) *eventlog.Log {
+	t.Helper()
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, err := eventlog.Open(eventlog.Options{InMemory: true, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { chain.Close() })
+	return chain
 }

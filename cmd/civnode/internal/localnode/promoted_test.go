@@ -2,8 +2,6 @@ package localnode
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -40,15 +38,7 @@ func promotedEvents(t *testing.T, chain *eventlog.Log) []events.NodePromoted {
 // never a second time however often it runs.
 func TestRecordPromoted(t *testing.T) {
 	ctx := context.Background()
-	_, key, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chain, err := eventlog.Open(eventlog.Options{InMemory: true, Key: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer chain.Close()
+	chain := openMemChain(t)
 	for range 3 {
 		if _, err := chain.Append(ctx, eventlog.Draft{Type: "test.note", Payload: map[string]int{"n": 1}}); err != nil {
 			t.Fatal(err)
@@ -129,15 +119,7 @@ func TestSupersededBy(t *testing.T) {
 // node.promoted is yet to come.
 func TestSupersededAtOpen(t *testing.T) {
 	ctx := context.Background()
-	_, key, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chain, err := eventlog.Open(eventlog.Options{InMemory: true, Key: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer chain.Close()
+	chain := openMemChain(t)
 	dir := datadir.Dir(t.TempDir())
 	write := func(id string) {
 		t.Helper()
@@ -186,15 +168,7 @@ func TestSupersededAtOpen(t *testing.T) {
 // release tries it again.
 func TestReleaseKeepsTheMarkWhenTheFirstWriteFails(t *testing.T) {
 	ctx := context.Background()
-	_, key, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chain, err := eventlog.Open(eventlog.Options{InMemory: true, Key: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer chain.Close()
+	chain := openMemChain(t)
 	dir := datadir.Dir(t.TempDir())
 	if err := dir.MarkRecovered(datadir.RecoveredByPromote); err != nil {
 		t.Fatal(err)
