@@ -66,8 +66,15 @@ func (ca *CA) Pool() *x509.CertPool {
 // localhost.
 func (ca *CA) Server(t testing.TB) Pair {
 	t.Helper()
+	return ca.ServerNamed(t)
+}
+
+// ServerNamed is Server with the DNS names names besides localhost, for a
+// server that clients reach by a name of its own.
+func (ca *CA) ServerNamed(t testing.TB, names ...string) Pair {
+	t.Helper()
 	return ca.leaf(t, "localhost", x509.ExtKeyUsageServerAuth, func(c *x509.Certificate) {
-		c.DNSNames = []string{"localhost"}
+		c.DNSNames = append([]string{"localhost"}, names...)
 		c.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
 	})
 }
