@@ -67,6 +67,20 @@ func StartHub(t testing.TB) *Hub {
 	return h
 }
 
+// StartTLSHub is StartHub with TLS on the leaf node port, serving the
+// certificate and key in the PEM files certFile and keyFile; its LeafURL is
+// tls://localhost:PORT, the name a loopback test certificate holds.
+func StartTLSHub(t testing.TB, certFile, keyFile string) *Hub {
+	t.Helper()
+	dir := t.TempDir()
+	h := &Hub{t: t, bin: BuildServer(t, dir), dir: dir}
+	h.start(fmt.Sprintf("host: 127.0.0.1\nport: -1\nleafnodes { host: 127.0.0.1, port: -1, tls { cert_file: %q, key_file: %q } }\n",
+		certFile, keyFile))
+	h.LeafURL = "tls://localhost:" + portOf(h.LeafURL)
+	t.Cleanup(h.Stop)
+	return h
+}
+
 var (
 	clientLine = regexp.MustCompile(`Listening for client connections on (\S+)`)
 	leafLine   = regexp.MustCompile(`Listening for leafnode connections on (\S+)`)
