@@ -51,7 +51,8 @@
 //	0x07 <key>, 0x08 <key>           the read models' two spaces, one live (see
 //	                                 below); the models choose their keys, and
 //	                                 keys under 0x00 hold the space's "version"
-//	                                 and "applied" (the last seq folded)
+//	                                 and "applied" (the last seq folded), keys
+//	                                 under 0x01 derived state (derived.go)
 //	0x09 <stored index u64>          a chunk of the Merkle tree over the event
 //	                                 ids: the stored hashes (32 bytes each, tlog's
 //	                                 numbering) of up to 128 consecutive events of
@@ -114,6 +115,12 @@
 // that space live and deletes the old one in one batch. RebuildModels does the
 // same on demand and reports how the old models differed (civnode replay). A
 // failed fold or commit fails the log, like a failed fsync.
+//
+// State derived from the models off the write path (the state tree over the
+// records) is written beside them with DerivedWrites, under keys no fold may
+// write: a ModelView shows it with the records it was derived from, a
+// rebuild drops it for its owner to derive again, and the rebuild's
+// comparison leaves it out.
 //
 // # A damaged store
 //

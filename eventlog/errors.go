@@ -87,6 +87,10 @@ var ErrReadOnly = errors.New("read-only mirror")
 // a checkpoint of its own key that its chain does not cover was seen.
 var ErrBehindPublished = errors.New("behind_published")
 
+// ErrModelsReplaced is a commit of DerivedWrites begun before a rebuild made
+// another model space live: what it derived went with the old space.
+var ErrModelsReplaced = errors.New("the read models were rebuilt since these derived writes began")
+
 // errNoModels is a read of a model from a log opened without any.
 var errNoModels = errors.New("the log has no read models (Options.Models)")
 

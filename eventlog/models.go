@@ -278,7 +278,7 @@ func (t *ModelTxn) Delete(key []byte) {
 }
 
 func (t *ModelTxn) put(key []byte, e modelEntry) {
-	if len(key) == 0 || key[0] == 0 {
+	if len(key) == 0 || key[0] == 0 || key[0] == derivedByte {
 		if t.err == nil {
 			t.err = fmt.Errorf("model key %q is reserved", key)
 		}

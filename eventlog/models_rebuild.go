@@ -249,7 +249,14 @@ func (l *Log) diffSpaces(oldP, newP byte) (ModelDiff, error) {
 			d.Examples = append(d.Examples, fmt.Sprintf("%s %q", kind, key))
 		}
 	}
-	va, vb := a.First(), b.First()
+	// Derived state is its owner's to compare, not a fold's (DerivedKey).
+	derived := func(it *pebble.Iterator, valid bool) bool {
+		if valid && len(it.Key()) > 1 && it.Key()[1] == derivedByte {
+			return it.SeekGE([]byte{it.Key()[0], derivedByte + 1})
+		}
+		return valid
+	}
+	va, vb := derived(a, a.First()), derived(b, b.First())
 	for va || vb {
 		var c int
 		switch {
@@ -264,19 +271,19 @@ func (l *Log) diffSpaces(oldP, newP byte) (ModelDiff, error) {
 		case c < 0:
 			d.Missing++
 			note("missing", a.Key()[1:])
-			va = a.Next()
+			va = derived(a, a.Next())
 		case c > 0:
 			d.Extra++
 			d.Keys++
 			note("extra", b.Key()[1:])
-			vb = b.Next()
+			vb = derived(b, b.Next())
 		default:
 			d.Keys++
 			if !bytes.Equal(a.Value(), b.Value()) {
 				d.Changed++
 				note("changed", a.Key()[1:])
 			}
-			va, vb = a.Next(), b.Next()
+			va, vb = derived(a, a.Next()), derived(b, b.Next())
 		}
 	}
 	if err := a.Error(); err != nil {
