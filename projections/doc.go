@@ -41,4 +41,12 @@
 // it needs through Pebble's block cache. The key layout of each model is in the
 // comment of its type. Event payload types come from eventlog/events; this
 // package imports only eventlog.
+//
+// # The state map
+//
+// The state map (spec/wire.md §15) is what a state root commits to: one entry
+// per record a read route answers by id, "<kind>/<id>" to the JCS form of the
+// route's answer. The kinds and their routes are listed with StateKindIdentity;
+// StateKeys names the entries an event can change, and a StateView
+// (StateValue, StateEntries) reads their values from one durable view.
 package projections

@@ -9,40 +9,6 @@ import (
 	"github.com/civnode/civnode/eventlog"
 )
 
-// The state map (spec/wire.md §15, "Verifiable answers") is what the node
-// commits to with a state root: one entry per record a read route answers by
-// id, keyed "<kind>/<id>", whose value is the RFC 8785 (JCS) form of the
-// record exactly as that route answers it when the chain ends where the read
-// models are. Every record is a pure function of the chain: no route whose
-// answer depends on the clock, on the node's configuration or on the caller
-// has a kind. The kinds:
-//
-// | kind | key | value: the record of | absent when |
-// |---|---|---|---|
-// | identity | `identity/<agent_did>` | `GET /v1/civilization/public-identity?agent_did=` (its `stats` are the agent's credit, reputation, capacity and missions completed) | no identity has the DID |
-// | binding | `binding/<agent_did>` | `GET /v1/civilization/controller-binding?agent_did=` | the identity never had a binding (404) |
-// | profile | `profile/<agent_did>` | `GET /v1/civilization/profile?agent_did=` | no identity has the DID |
-// | mission | `mission/<mission_id>` | `GET /v1/core/missions/{mission_id}` | no mission has the id |
-// | treasury | `treasury/<subnet_id>` | the member `missions.treasuries.<subnet_id>` of `GET /v1/civilization/metrics`: a JSON integer | no settlement has paid the subnet's treasury (a treasury paid 0 exists) |
-//
-// Left out, and why:
-//   - a subnet's identity counts: no route answers a subnet by id; the one
-//     object that shows them, home_subnet of GET /v1/supervision/home, also
-//     says whether this node governs the subnet (--governs, node-local) and
-//     carries the agent's zone;
-//   - the game's installations: GET /v1/game/starter-missions and
-//     /v1/game/mission-pack answer with the node's catalog (--catalog) and no
-//     route answers a pack by id;
-//   - registry receipts and x402 payments: no route answers them from the
-//     chain (the task route asks the registry);
-//   - oracle feeds and subscriptions: no route serves them;
-//   - GET /v1/state's balance: the node's own, summed over the subnets it
-//     governs (--governs).
-//
-// Nothing deletes a record today (identities, missions, bindings and
-// treasuries, once they exist, stay), but the map allows it: a key
-// AppendStateKeys names whose value is then absent is a deletion.
-
 // StateView is the state map as one durable view of the read models holds
 // it (Source.ModelView): every value read through it is of the same point
 // of the chain, Seq. Close it when done. It is not safe for concurrent use.
@@ -91,7 +57,7 @@ func (s *StateView) Seq() (uint64, error) {
 
 // StateValue returns the value of key in the state map at the read models'
 // durable state: the JCS bytes of the record its route answers, ok false when
-// the record does not exist. A key of no kind (statemap.go) is absent.
+// the record does not exist. A key of no kind (StateKindIdentity…) is absent.
 func StateValue(src Source, k string) (value []byte, ok bool, err error) {
 	s, err := OpenStateView(src)
 	if err != nil {
@@ -167,17 +133,20 @@ func (s *StateView) identity(did string) (*identityState, bool, error) {
 // identityValue is the value of the record of kind (identity, binding or
 // profile) of the identity st; ok is false for a binding it never had.
 func (s *StateView) identityValue(kind string, st *identityState) ([]byte, bool, error) {
-	var rec any
+	var rec stateJCSAppender
 	switch kind {
 	case StateKindIdentity:
-		rec = st.record()
+		r := st.record()
+		rec = &r
 	case StateKindBinding:
 		if st.Binding == nil {
 			return nil, false, nil
 		}
-		rec = st.Binding.record()
+		r := st.Binding.record()
+		rec = &r
 	default:
-		rec = st.Profile.record()
+		r := st.Profile.record()
+		rec = &r
 	}
 	v, err := s.canonical(rec)
 	return v, err == nil, err
@@ -189,12 +158,24 @@ func (s *StateView) missionValue(r reader, m *missionState) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.canonical(m.record(result))
+	rec := m.record(result)
+	return s.canonical(&rec)
 }
 
-// canonical is the JCS form of rec as the API writes it (encodeJSON, as
-// http's writeJSON).
-func (s *StateView) canonical(rec any) ([]byte, error) {
+// canonical is the JCS form of rec as the API writes it (http's writeJSON):
+// written directly by its appender (statemap_jcs.go), or, when the appender
+// declines, encoded as the API encodes it and put through the log's JCS
+// encoder.
+func (s *StateView) canonical(rec stateJCSAppender) ([]byte, error) {
+	j := jcsWriter{b: make([]byte, 0, 512), ok: true}
+	if rec.appendJCS(&j); j.ok {
+		return j.b, nil
+	}
+	return s.slowCanonical(rec)
+}
+
+// slowCanonical is canonical by encodeJSON and the log's JCS encoder.
+func (s *StateView) slowCanonical(rec any) ([]byte, error) {
 	out, err := encodeJSON(s.buf[:0], rec)
 	if err != nil {
 		return nil, fmt.Errorf("encode state value: %w", err)

@@ -9,7 +9,41 @@ import (
 	"github.com/civnode/civnode/eventlog/events"
 )
 
-// The kinds of the state map's entries (statemap.go): a key is "<kind>/<id>".
+// The state map (spec/wire.md §15, "Verifiable answers") is what the node
+// commits to with a state root: one entry per record a read route answers by
+// id, keyed "<kind>/<id>", whose value is the RFC 8785 (JCS) form of the
+// record exactly as that route answers it when the chain ends where the read
+// models are. Every record is a pure function of the chain: no route whose
+// answer depends on the clock, on the node's configuration or on the caller
+// has a kind, and none of the routes below redacts anything for any token
+// that may call it (?public_id= answers the same record as ?agent_did=). The
+// kinds, whose names are the constants below:
+//
+// | kind | key | value: the record of | absent when |
+// |---|---|---|---|
+// | identity | `identity/<agent_did>` | `GET /v1/civilization/public-identity?agent_did=` (its `stats` are the agent's credit, reputation, capacity and missions completed) | no identity has the DID |
+// | binding | `binding/<agent_did>` | `GET /v1/civilization/controller-binding?agent_did=` | the identity never had a binding (404) |
+// | profile | `profile/<agent_did>` | `GET /v1/civilization/profile?agent_did=` | no identity has the DID |
+// | mission | `mission/<mission_id>` | `GET /v1/core/missions/{mission_id}` | no mission has the id |
+// | treasury | `treasury/<subnet_id>` | the member `missions.treasuries.<subnet_id>` of `GET /v1/civilization/metrics`: a JSON integer | no settlement has paid the subnet's treasury (a treasury paid 0 exists) |
+//
+// Left out, and why:
+//   - a subnet's identity counts: no route answers a subnet by id; the one
+//     object that shows them, home_subnet of GET /v1/supervision/home, also
+//     says whether this node governs the subnet (--governs, node-local) and
+//     carries the agent's zone;
+//   - the game's installations: GET /v1/game/starter-missions and
+//     /v1/game/mission-pack answer with the node's catalog (--catalog) and no
+//     route answers a pack by id;
+//   - registry receipts and x402 payments: no route answers them from the
+//     chain (the task route asks the registry);
+//   - oracle feeds and subscriptions: no route serves them;
+//   - GET /v1/state's balance: the node's own, summed over the subnets it
+//     governs (--governs).
+//
+// Nothing deletes a record today (identities, missions, bindings and
+// treasuries, once they exist, stay), but the map allows it: a key
+// AppendStateKeys names whose value is then absent is a deletion.
 const (
 	StateKindIdentity = "identity"
 	StateKindBinding  = "binding"
@@ -40,7 +74,7 @@ func StateKeys(ev *eventlog.Event) ([]string, error) { return AppendStateKeys(ni
 // refuses the event. An event of a type no state map record depends on names
 // nothing.
 //
-// Per type (the records of statemap.go):
+// Per type (the kinds above):
 //
 //	identity.bootstrapped        identity/<agent_did>, profile/<agent_did>
 //	identity.updated             identity/<agent_did>

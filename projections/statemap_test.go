@@ -3,7 +3,9 @@ package projections_test
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
+	"log/slog"
 	"slices"
 	"sort"
 	"testing"
@@ -283,5 +285,42 @@ func BenchmarkAppendStateKeys(b *testing.B) {
 		if dst, err = projections.AppendStateKeys(dst[:0], ev); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkStateValue is the cost of one entry's value read from a view:
+// a mission's and an identity's.
+func BenchmarkStateValue(b *testing.B) {
+	l, err := eventlog.Open(eventlog.Options{InMemory: true, Key: ed25519.NewKeyFromSeed(make([]byte, 32)),
+		Logger: slog.New(slog.DiscardHandler), Models: projections.Folder{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := l.Append(context.Background(),
+		eventlog.Draft{Type: events.TypeIdentityBootstrapped, Payload: events.IdentityBootstrapped{AgentDID: did(1),
+			PublicID: "ada", DisplayName: "Ada", KeySalt: "00"}},
+		eventlog.Draft{Type: events.TypeControllerBindingUpdated, Payload: events.ControllerBindingUpdated{AgentDID: did(1),
+			ControllerKind: "local_model", ControllerRef: "gpu", OwnershipScope: events.ScopeExclusive, Active: true}},
+		eventlog.Draft{Type: events.TypeMissionCreated, Payload: created(1, "genesis")},
+	); err != nil {
+		b.Fatal(err)
+	}
+	for _, k := range []string{projections.StateKey(projections.StateKindMission, missionID(1)),
+		projections.StateKey(projections.StateKindIdentity, did(1))} {
+		kind, _, _ := projections.SplitStateKey(k)
+		b.Run(kind, func(b *testing.B) {
+			s, err := projections.OpenStateView(l)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok, err := s.Value(k); err != nil || !ok {
+					b.Fatal(ok, err)
+				}
+			}
+		})
 	}
 }
