@@ -12,6 +12,13 @@ import (
 // StateView is the state map as one durable view of the read models holds
 // it (Source.ModelView): every value read through it is of the same point
 // of the chain, Seq. Close it when done. It is not safe for concurrent use.
+//
+// A view may be ahead of the events a caller has seen: the log commits on its
+// own. So a map kept up to date reads a view first, then the keys
+// (AppendStateKeys) of every event after the last one it applied up to and
+// including the view's Seq, then their values from that view: its entries
+// are then exactly those of the chain through Seq, the through_seq of a root
+// it commits.
 type StateView struct {
 	v *eventlog.ModelView
 	// id is the identity read last: the identity, binding and profile keys

@@ -135,6 +135,64 @@ func TestStateKeysCoverChanges(t *testing.T) {
 	}
 }
 
+// TestStateMapIncremental keeps a state map up to date as StateView says a
+// caller should, over the chain appended several events at a time: after
+// each append it opens a view, names the keys of the events up to the view's
+// Seq, reads their values from that view, and must then hold exactly what the
+// view's Entries hold.
+func TestStateMapIncremental(t *testing.T) {
+	c := newChain(t)
+	kept := map[string]string{}
+	applied := c.log.Tip().Seq
+	drafts := stateChain(t)
+	for i := 0; i < len(drafts); i += 3 {
+		if _, err := c.log.Append(context.Background(), drafts[i:min(i+3, len(drafts))]...); err != nil {
+			t.Fatal(err)
+		}
+		s, err := projections.OpenStateView(c.log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		through, err := s.Seq()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		if err := c.log.Scan(applied+1, through, func(ev *eventlog.Event) error {
+			keys, err = projections.AppendStateKeys(keys, ev)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			v, ok, err := s.Value(k)
+			switch {
+			case err != nil:
+				t.Fatal(err)
+			case ok:
+				kept[k] = string(v)
+			default:
+				delete(kept, k)
+			}
+		}
+		applied = through
+		all := map[string]string{}
+		if err := s.Entries(func(k string, v []byte) error {
+			all[k] = string(v)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if diff := changedKeys(all, kept); len(diff) > 0 {
+			t.Fatalf("through seq %d the kept map differs from the view's entries at %v", through, diff)
+		}
+	}
+	if len(kept) == 0 {
+		t.Fatal("the chain made no entries")
+	}
+}
+
 // TestStateValuesAreTheRecords checks every entry against the query that
 // backs its route: the value is the JCS form of that record, StateValue
 // agrees with StateEntries, and keys of records that do not exist are absent.
