@@ -44,9 +44,9 @@
 //
 // # The state map
 //
-// The state map (spec/wire.md §15) is what a state root commits to: one entry
-// per record a read route answers by id, "<kind>/<id>" to the JCS form of the
-// route's answer. The kinds and their routes are listed with StateKindIdentity;
+// The state map is what the state root of a state.committed event commits
+// to: one entry per record a read route answers by id, "<kind>/<id>" to the
+// JCS form of the route's answer. The kinds and their routes are listed with StateKindIdentity;
 // StateKeys names the entries an event can change, and a StateView
 // (StateValue, StateEntries) reads their values from one durable view.
 package projections

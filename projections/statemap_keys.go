@@ -9,15 +9,17 @@ import (
 	"github.com/civnode/civnode/eventlog/events"
 )
 
-// The state map (spec/wire.md §15, "Verifiable answers") is what the node
-// commits to with a state root: one entry per record a read route answers by
-// id, keyed "<kind>/<id>", whose value is the RFC 8785 (JCS) form of the
-// record exactly as that route answers it when the chain ends where the read
-// models are. Every record is a pure function of the chain: no route whose
-// answer depends on the clock, on the node's configuration or on the caller
-// has a kind, and none of the routes below redacts anything for any token
-// that may call it (?public_id= answers the same record as ?agent_did=). The
-// kinds, whose names are the constants below:
+// The state map is what the node commits to with the state root of a
+// state.committed event, so that one answer can be proved against a
+// witnessed checkpoint without a replay: one entry per record a read route
+// answers by id, keyed "<kind>/<id>", whose value is the RFC 8785 (JCS) form
+// of the record exactly as that route answers it when the chain ends where
+// the read models are. Every record is a pure function of the chain's events
+// up to there: no route whose answer depends on the clock, on the node's
+// configuration or on the caller has a kind, and none of the routes below
+// redacts anything for any token that may call it (?public_id= answers the
+// same record as ?agent_did=). The kinds, whose names are the constants
+// below:
 //
 // | kind | key | value: the record of | absent when |
 // |---|---|---|---|
