@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/civnode/civnode/eventlog"
 )
@@ -62,9 +63,10 @@ func (s *StateView) Seq() (uint64, error) {
 	return binary.BigEndian.Uint64(b), nil
 }
 
-// StateValue returns the value of key in the state map at the read models'
-// durable state: the JCS bytes of the record its route answers, ok false when
-// the record does not exist. A key of no kind (StateKindIdentity…) is absent.
+// StateValue returns the value of the entry k of the state map at the read
+// models' durable state: the JCS bytes of the record its route answers, ok
+// false when the record does not exist. A key of no kind (StateKindIdentity…)
+// is absent.
 func StateValue(src Source, k string) (value []byte, ok bool, err error) {
 	s, err := OpenStateView(src)
 	if err != nil {
@@ -85,12 +87,13 @@ func StateEntries(src Source, fn func(key string, value []byte) error) error {
 	return s.Entries(fn)
 }
 
-// Value returns the value of key: the JCS bytes of the record its route
-// answers, ok false when the record does not exist. The bytes are the
-// caller's.
+// Value returns the value of the entry k: the JCS bytes of the record its
+// route answers, ok false when the record does not exist. The bytes are the
+// caller's. k may come from anyone (a proof's query): an id holding 0x00,
+// which separates the parts of the models' own keys and no id has, is absent.
 func (s *StateView) Value(k string) (value []byte, ok bool, err error) {
 	kind, id, found := SplitStateKey(k)
-	if !found {
+	if !found || strings.IndexByte(id, 0) >= 0 {
 		return nil, false, nil
 	}
 	switch kind {

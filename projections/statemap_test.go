@@ -269,6 +269,8 @@ func TestStateValuesAreTheRecords(t *testing.T) {
 		projections.StateKey(projections.StateKindMission, missionID(99)),
 		projections.StateKey(projections.StateKindTreasury, "nowhere"),
 		"oracle/prices.eth-usd", "identity", "",
+		projections.StateKey(projections.StateKindIdentity, did(1)+"\x00"), // a model key, not a record's
+		projections.StateKey(projections.StateKindMission, ""),
 	} {
 		if v, ok, err := projections.StateValue(c.log, k); err != nil || ok {
 			t.Errorf("StateValue(%q) = %s, %v, %v; want absent", k, v, ok, err)
