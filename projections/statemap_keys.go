@@ -71,9 +71,9 @@ func StateKeys(ev *eventlog.Event) ([]string, error) { return AppendStateKeys(ni
 // AppendStateKeys appends to dst the keys of the state map entries ev can
 // change: a new entry, a changed one, or one that stops existing (a caller
 // reads each key's value again, StateView.Value, and an absent value is a
-// deletion). It is a pure function of the event's type and payload, and a
-// superset of what the folds change: a key is named even when the fold then
-// refuses the event. An event of a type no state map record depends on names
+// deletion). It is a pure function of the event's type and payload, and
+// names every entry the event changes, and maybe more: a key is named even
+// when the fold then refuses the event. An event of a type no state map record depends on names
 // nothing.
 //
 // Per type (the kinds above):
@@ -95,8 +95,11 @@ func StateKeys(ev *eventlog.Event) ([]string, error) { return AppendStateKeys(ni
 // The payload is decoded once, into just the members the type's keys need;
 // an event appended in this process whose fold was handed its decoded
 // payload (eventlog.Draft.Decoded, mission.created) is not decoded at all.
-// A payload that does not decode as its type is an error: every fold refuses
-// such an event, so it changes no entry, and dst comes back as it was.
+// A payload whose members the keys need do not decode (not JSON, or one of
+// them of another JSON type) is an error, with dst as it was: every fold that
+// makes a record of the map decodes the same members and refuses the event,
+// so it changes no entry, and a caller may count it and go on. No command
+// writes such an event.
 func AppendStateKeys(dst []string, ev *eventlog.Event) ([]string, error) {
 	switch ev.Type {
 	case events.TypeIdentityBootstrapped:
