@@ -10,9 +10,9 @@ import (
 
 // checkMap holds the store s, after updates, to the map m by the reference:
 // the root and count, exactly the entry and node records m needs, and for
-// each key of m and of absent the reference's proof, which verifies, and
-// no tampered form of it.
-func checkMap(t testing.TB, s *MemStore, m map[Hash]Hash, absent []Hash) {
+// each key of prove the reference's proof (of membership or absence), which
+// verifies, and no tampered form of it.
+func checkMap(t testing.TB, s *MemStore, m map[Hash]Hash, prove []Hash) {
 	t.Helper()
 	root, n, err := Root(s)
 	if err != nil {
@@ -25,14 +25,22 @@ func checkMap(t testing.TB, s *MemStore, m map[Hash]Hash, absent []Hash) {
 		t.Fatalf("%d entries, map has %d", n, len(m))
 	}
 	checkRecords(t, s, m)
-	for k, v := range m {
-		checkProof(t, s, root, m, k, &v)
-	}
-	for _, k := range absent {
-		if _, ok := m[k]; !ok {
+	for _, k := range prove {
+		if v, ok := m[k]; ok {
+			checkProof(t, s, root, m, k, &v)
+		} else {
 			checkProof(t, s, root, m, k, nil)
 		}
 	}
+}
+
+// keysOf is m's keys followed by more.
+func keysOf(m map[Hash]Hash, more ...Hash) []Hash {
+	keys := make([]Hash, 0, len(m)+len(more))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return append(keys, more...)
 }
 
 // checkRecords: the store holds m's entries, one node record per branching

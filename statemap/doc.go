@@ -67,12 +67,16 @@
 // (the entry's 65 and a node's ~37), before the store's compression.
 //
 // Update takes a batch of changes, sorted by key hash, and walks down only
-// the subtrees they touch: at each it reads the subtree's first and last
-// entries, recurses into the sides with changes, reads the hash of a side
-// without, and writes the node record if the subtree branches (deleting it
-// if it stopped). Below a subtree that held at most one entry nothing is
-// stored, so it is built afresh from the changes. A batch of c changes thus
-// reads and writes O(c × depth) records, and depth is about log2 n for keys
-// that are SHA-256 outputs. It never reads a record it wrote in the same
-// call, so a plain Pebble batch takes its writes.
+// the subtrees they touch, knowing each subtree's first and last entries:
+// where a subtree branches, the left side's first entry and the right
+// side's last are its own, so one read each finds the left side's last and
+// the right side's first, and a side without changes costs one more read,
+// its stored node hash. It writes the node record of each subtree that
+// branches (deleting it where a subtree stopped). Below a subtree that held
+// at most one entry nothing is stored, so it is built afresh from the
+// changes. A batch of c changes thus reads and writes O(c × depth) records,
+// and depth is about log2 n for keys that are SHA-256 outputs; the changes
+// of one batch share the reads and writes of the levels above them. Update
+// never reads a record it wrote in the same call, so a plain Pebble batch
+// takes its writes. Prove walks one path the same way.
 package statemap

@@ -21,12 +21,11 @@ type Proof struct {
 // JSON is an array even at depth 0.
 func Prove(r Reader, k Hash) (Proof, error) {
 	p := Proof{Siblings: []Hash{}}
-	d := 0
-	for {
-		s, err := readSpan(r, k, d)
-		if err != nil {
-			return Proof{}, err
-		}
+	s, err := readSpan(r, k, 0)
+	if err != nil {
+		return Proof{}, err
+	}
+	for d := 0; ; {
 		switch s.n {
 		case 0:
 			return p, nil
@@ -56,15 +55,15 @@ func Prove(r Reader, k Hash) (Proof, error) {
 		for ; d < b; d++ {
 			p.Siblings = append(p.Siblings, Empty)
 		}
-		other, err := readSpan(r, withBit(k, b, 1-k.Bit(b)), b+1)
+		sides, err := s.split(r, b)
 		if err != nil {
 			return Proof{}, err
 		}
-		h, err := other.hash(r, b+1)
+		h, err := sides[1-k.Bit(b)].hash(r, b+1)
 		if err != nil {
 			return Proof{}, err
 		}
 		p.Siblings = append(p.Siblings, h)
-		d = b + 1
+		s, d = sides[k.Bit(b)], b+1
 	}
 }

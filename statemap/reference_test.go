@@ -93,22 +93,23 @@ func refProve(m map[Hash]Hash, k Hash) Proof {
 
 // refBranches is the hash of every subtree of m that has entries on both
 // sides, by its node key: the node records a store must hold, no more.
+// It hashes the tree once, bottom up.
 func refBranches(m map[Hash]Hash) map[string]Hash {
 	out := make(map[string]Hash)
-	var walk func(keys []Hash, d int)
-	walk = func(keys []Hash, d int) {
+	var walk func(keys []Hash, d int) Hash
+	walk = func(keys []Hash, d int) Hash {
 		if len(keys) < 2 {
-			return
+			return refSubtree(m, keys, d)
 		}
 		var sides [2][]Hash
 		for _, k := range keys {
 			sides[refBit(k, d)] = append(sides[refBit(k, d)], k)
 		}
+		h := refNode(walk(sides[0], d+1), walk(sides[1], d+1))
 		if len(sides[0]) > 0 && len(sides[1]) > 0 {
-			out[string(nodeKey(keys[0], d))] = refSubtree(m, keys, d)
+			out[string(nodeKey(keys[0], d))] = h
 		}
-		walk(sides[0], d+1)
-		walk(sides[1], d+1)
+		return h
 	}
 	walk(refKeys(m), 0)
 	return out

@@ -50,8 +50,11 @@ func entryKey(k Hash) []byte {
 func entryRange(path Hash, d int) (lo, hi []byte) {
 	first := prefix(path, d)
 	last := first
-	for i := d; i < Depth; i++ {
-		last = withBit(last, i, 1)
+	if d < Depth {
+		last[d/8] |= 0xff >> uint(d%8)
+		for i := d/8 + 1; i < len(last); i++ {
+			last[i] = 0xff
+		}
 	}
 	lo = entryKey(first)
 	hi = append(entryKey(last), 0)
@@ -120,6 +123,50 @@ func readSpan(r Reader, path Hash, d int) (span, error) {
 		s.n = 2
 	}
 	return s, nil
+}
+
+// split returns the spans of the two sides of a subtree at depth d that
+// holds two or more entries, s. Its first entry is the first of the left
+// side, its last the last of the right, so a side costs one read, and none
+// when every entry is on one side.
+func (s span) split(r Reader, d int) ([2]span, error) {
+	var sides [2]span
+	if commonPrefix(s.first.key, s.last.key) > d {
+		sides[s.first.key.Bit(d)] = s
+		return sides, nil
+	}
+	left := span{first: s.first}
+	lo, hi := entryRange(withBit(s.first.key, d, 0), d+1)
+	k, v, ok, err := r.Last(lo, hi)
+	if err != nil {
+		return sides, err
+	}
+	if !ok {
+		return sides, fmt.Errorf("%w: range %x has no last entry", ErrCorrupt, lo)
+	}
+	if left.last, err = readEntry(k, v); err != nil {
+		return sides, err
+	}
+	right := span{last: s.last}
+	lo, hi = entryRange(withBit(s.first.key, d, 1), d+1)
+	k, v, ok, err = r.First(lo, hi)
+	if err != nil {
+		return sides, err
+	}
+	if !ok {
+		return sides, fmt.Errorf("%w: range %x has no first entry", ErrCorrupt, lo)
+	}
+	if right.first, err = readEntry(k, v); err != nil {
+		return sides, err
+	}
+	for _, side := range []*span{&left, &right} {
+		side.n = 1
+		if side.first.key != side.last.key {
+			side.n = 2
+		}
+	}
+	sides[0], sides[1] = left, right
+	return sides, nil
 }
 
 // hash is the subtree's hash. Two or more entries branch first at the bit

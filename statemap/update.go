@@ -75,7 +75,11 @@ func Update(r Reader, w Writer, changes []Change) (root Hash, entries uint64, er
 	if len(kept) == 0 {
 		return root, entries, nil
 	}
-	res, err := update(r, w, 0, kept)
+	s, err := readSpan(r, kept[0].KeyHash, 0)
+	if err != nil {
+		return root, entries, err
+	}
+	res, err := update(r, w, 0, kept, s)
 	if err != nil {
 		return root, entries, err
 	}
@@ -89,44 +93,31 @@ func Update(r Reader, w Writer, changes []Change) (root Hash, entries uint64, er
 }
 
 // update applies cs, sorted, distinct and sharing their first d bits, to
-// the subtree at depth d on their side.
-func update(r Reader, w Writer, d int, cs []Change) (result, error) {
-	path := cs[0].KeyHash
-	s, err := readSpan(r, path, d)
-	if err != nil {
-		return result{}, err
-	}
+// the subtree at depth d on their side, which holds s.
+func update(r Reader, w Writer, d int, cs []Change, s span) (result, error) {
 	if s.n < 2 {
 		// No node is stored below a subtree of one entry: build it anew.
 		return rebuild(w, d, s, cs)
 	}
+	path := cs[0].KeyHash
 	wasBranch := commonPrefix(s.first.key, s.last.key) == d
+	spans, err := s.split(r, d)
+	if err != nil {
+		return result{}, err
+	}
 	split := sort.Search(len(cs), func(i int) bool { return cs[i].KeyHash.Bit(d) == 1 })
 	parts := [2][]Change{cs[:split], cs[split:]}
 	var sides [2]result
 	for v, part := range parts {
 		if len(part) > 0 {
-			if sides[v], err = update(r, w, d+1, part); err != nil {
+			if sides[v], err = update(r, w, d+1, part, spans[v]); err != nil {
 				return result{}, err
 			}
 			continue
 		}
-		switch {
-		case wasBranch:
-			child, err := readSpan(r, withBit(path, d, v), d+1)
-			if err != nil {
-				return result{}, err
-			}
-			sides[v] = result{n: child.n, only: child.first}
-			if sides[v].hash, err = child.hash(r, d+1); err != nil {
-				return result{}, err
-			}
-		case s.first.key.Bit(d) == v:
-			// All the subtree's entries are on this side.
-			sides[v] = result{n: s.n, only: s.first}
-			if sides[v].hash, err = s.hash(r, d+1); err != nil {
-				return result{}, err
-			}
+		sides[v] = result{n: spans[v].n, only: spans[v].first}
+		if sides[v].hash, err = spans[v].hash(r, d+1); err != nil {
+			return result{}, err
 		}
 	}
 	return join(w, d, path, sides, wasBranch)
