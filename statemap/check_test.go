@@ -202,3 +202,55 @@ func proofText(p Proof) string {
 	b, _ := json.Marshal(p)
 	return string(b)
 }
+
+// batchWriter keeps an Update's writes apart from the store it reads, as a
+// Pebble batch does until it is committed, and checks them as they come:
+// each key written once, and no delete of a record the store lacks (a
+// tombstone for nothing costs a real store space).
+type batchWriter struct {
+	t       testing.TB
+	base    *MemStore
+	written map[string]bool
+	writes  []func() error
+}
+
+func newBatch(t testing.TB, base *MemStore) *batchWriter {
+	return &batchWriter{t: t, base: base, written: make(map[string]bool)}
+}
+
+func (b *batchWriter) once(key []byte) {
+	b.t.Helper()
+	if b.written[string(key)] {
+		b.t.Fatalf("record %x written twice in one update", key)
+	}
+	b.written[string(key)] = true
+}
+
+func (b *batchWriter) Set(key, value []byte) error {
+	b.once(key)
+	key, value = append([]byte{}, key...), append([]byte{}, value...)
+	b.writes = append(b.writes, func() error { return b.base.Set(key, value) })
+	return nil
+}
+
+func (b *batchWriter) Delete(key []byte) error {
+	b.once(key)
+	if _, ok, _ := b.base.Get(key); !ok {
+		b.t.Fatalf("delete of %x, which the store lacks", key)
+	}
+	key = append([]byte{}, key...)
+	b.writes = append(b.writes, func() error { return b.base.Delete(key) })
+	return nil
+}
+
+// commit applies the writes to the store.
+func (b *batchWriter) commit() {
+	b.t.Helper()
+	for _, w := range b.writes {
+		if err := w(); err != nil {
+			b.t.Fatal(err)
+		}
+	}
+	b.writes = nil
+	clear(b.written)
+}

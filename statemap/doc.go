@@ -63,8 +63,9 @@
 // random keys, and a chain of one-sided levels above a branching node is
 // folded from it with empty siblings when read. A subtree of one entry
 // needs no record beyond the entry, since its hash is the entry's leaf.
-// At a million entries that is about 100 bytes a record holds per entry
-// (the entry's 65 and a node's ~37), before the store's compression.
+// At a million entries the records hold about 102 bytes of keys and values
+// per entry (an entry's 65, a node's about 37), before the store's own
+// overhead and compression.
 //
 // Update takes a batch of changes, sorted by key hash, and walks down only
 // the subtrees they touch, knowing each subtree's first and last entries:

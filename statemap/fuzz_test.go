@@ -57,10 +57,12 @@ func runFuzzTree(t testing.TB, data []byte) {
 			cs = append(cs, c)
 			changed = append(changed, k)
 		}
-		root, n, err := Update(s, s, cs)
+		bw := newBatch(t, s)
+		root, n, err := Update(s, bw, cs)
 		if err != nil {
 			t.Fatal(err)
 		}
+		bw.commit()
 		for _, c := range cs {
 			if c.Delete {
 				delete(m, c.KeyHash)

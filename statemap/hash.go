@@ -13,7 +13,9 @@ const Depth = 256
 // text form, and so its JSON form, is standard base64 with padding.
 type Hash [32]byte
 
-// Empty is the hash of an empty subtree, and so the root of an empty map.
+// Empty is the hash of an empty subtree, and so the root of an empty map:
+// the zero Hash. The package itself compares with Hash{}, so that no caller
+// can change what it verifies by assigning to this variable.
 var Empty Hash
 
 // HashKey is k, the key hash of a record's key "<kind>/<id>": the path of
@@ -48,8 +50,8 @@ func NodeHash(left, right Hash) Hash {
 	return sha256.Sum256(b[:])
 }
 
-// Bit is bit i of h, most significant first: bit 0 chooses the root's
-// child, and 0 is left.
+// Bit is bit i of h, for i in [0, Depth), most significant first: bit 0
+// chooses the root's child, and 0 is left.
 func (h Hash) Bit(i int) int {
 	return int(h[i/8]>>(7-uint(i%8))) & 1
 }
@@ -120,9 +122,9 @@ func withBit(h Hash, i, v int) Hash {
 func foldEmpty(h Hash, path Hash, from, to int) Hash {
 	for i := to - 1; i >= from; i-- {
 		if path.Bit(i) == 1 {
-			h = NodeHash(Empty, h)
+			h = NodeHash(Hash{}, h)
 		} else {
-			h = NodeHash(h, Empty)
+			h = NodeHash(h, Hash{})
 		}
 	}
 	return h

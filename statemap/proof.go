@@ -43,7 +43,7 @@ func Prove(r Reader, k Hash) (Proof, error) {
 		j := commonPrefix(k, s.first.key)
 		if j < b {
 			for ; d < j; d++ {
-				p.Siblings = append(p.Siblings, Empty)
+				p.Siblings = append(p.Siblings, Hash{})
 			}
 			h, err := s.hash(r, j+1)
 			if err != nil {
@@ -53,7 +53,7 @@ func Prove(r Reader, k Hash) (Proof, error) {
 			return p, nil
 		}
 		for ; d < b; d++ {
-			p.Siblings = append(p.Siblings, Empty)
+			p.Siblings = append(p.Siblings, Hash{})
 		}
 		sides, err := s.split(r, b)
 		if err != nil {

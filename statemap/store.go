@@ -7,8 +7,11 @@ import (
 
 // Reader is the ordered key-value store a tree is read from: a Pebble
 // snapshot or database under a key prefix of the caller's, or a MemStore.
-// A slice it returns need stay valid only until its next call. Keys compare
-// as bytes.
+// Keys compare as bytes. A slice it returns need stay valid only until its
+// next call. The reads of one Update or Prove must all see one state: a
+// Pebble snapshot when commits run beside them. First and Last are a
+// SeekGE and a SeekLT within bounds, so a Pebble adapter may keep one
+// iterator for a whole call.
 type Reader interface {
 	// Get returns the value stored under key, if any.
 	Get(key []byte) (value []byte, ok bool, err error)
@@ -175,7 +178,7 @@ func (s span) split(r Reader, d int) ([2]span, error) {
 func (s span) hash(r Reader, d int) (Hash, error) {
 	switch s.n {
 	case 0:
-		return Empty, nil
+		return Hash{}, nil
 	case 1:
 		return LeafHash(s.first.key, s.first.value), nil
 	}
@@ -208,10 +211,10 @@ func readNode(r Reader, path Hash, d int) (Hash, error) {
 func Root(r Reader) (root Hash, entries uint64, err error) {
 	v, ok, err := r.Get(rootKey)
 	if err != nil || !ok {
-		return Empty, 0, err
+		return Hash{}, 0, err
 	}
 	if len(v) != len(root)+8 {
-		return Empty, 0, fmt.Errorf("%w: root record of %d bytes", ErrCorrupt, len(v))
+		return Hash{}, 0, fmt.Errorf("%w: root record of %d bytes", ErrCorrupt, len(v))
 	}
 	copy(root[:], v)
 	return root, binary.BigEndian.Uint64(v[len(root):]), nil

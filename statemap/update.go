@@ -179,12 +179,12 @@ func join(w Writer, d int, path Hash, sides [2]result, wasBranch bool) (result, 
 	case sides[0].n == 0:
 		res = sides[1]
 		if res.n == 2 {
-			res.hash = NodeHash(Empty, res.hash)
+			res.hash = NodeHash(Hash{}, res.hash)
 		}
 	case sides[1].n == 0:
 		res = sides[0]
 		if res.n == 2 {
-			res.hash = NodeHash(res.hash, Empty)
+			res.hash = NodeHash(res.hash, Hash{})
 		}
 	default:
 		res = result{n: 2, hash: NodeHash(sides[0].hash, sides[1].hash)}

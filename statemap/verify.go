@@ -33,7 +33,7 @@ func VerifyHash(root, k Hash, valueHash *Hash, p Proof) error {
 	if (p.KeyHash == nil) != (p.ValueHash == nil) {
 		return fmt.Errorf("%w: key_hash and value_hash go together", ErrProofFormat)
 	}
-	if d > 0 && p.Siblings[d-1] == Empty {
+	if d > 0 && p.Siblings[d-1] == (Hash{}) {
 		return fmt.Errorf("%w: the sibling at depth %d is empty", ErrProofFormat, d-1)
 	}
 	var h Hash
@@ -51,7 +51,7 @@ func VerifyHash(root, k Hash, valueHash *Hash, p Proof) error {
 		}
 		h = LeafHash(*p.KeyHash, *p.ValueHash)
 	default:
-		h = Empty
+		h = Hash{}
 	}
 	for i := d - 1; i >= 0; i-- {
 		if k.Bit(i) == 1 {
