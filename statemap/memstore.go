@@ -1,10 +1,10 @@
 package statemap
 
 import (
+	"bytes"
 	"iter"
 	"slices"
 	"sort"
-	"strings"
 )
 
 // MemStore is an ordered key-value store in memory, a Reader and a Writer,
@@ -22,13 +22,16 @@ type MemStore struct {
 // small, short enough that an insert's copy does.
 const memRun = 256
 
-// memRecord keeps a key and its value in one string, one allocation.
+// memRecord keeps a key and its value in one slice, one allocation, which
+// reads return without copying: a Reader's slices need last only until its
+// next call, and a record's bytes are never changed in place.
 type memRecord struct {
-	data   string
+	data   []byte
 	keyLen int
 }
 
-func (m memRecord) key() string { return m.data[:m.keyLen] }
+func (m memRecord) key() []byte   { return m.data[:m.keyLen:m.keyLen] }
+func (m memRecord) value() []byte { return m.data[m.keyLen:len(m.data):len(m.data)] }
 
 var (
 	_ Reader = (*MemStore)(nil)
@@ -47,7 +50,7 @@ func (s *MemStore) All() iter.Seq2[[]byte, []byte] {
 	return func(yield func([]byte, []byte) bool) {
 		for _, run := range s.runs {
 			for _, r := range run {
-				if !yield([]byte(r.key()), []byte(r.data[r.keyLen:])) {
+				if !yield(r.key(), r.value()) {
 					return
 				}
 			}
@@ -57,45 +60,44 @@ func (s *MemStore) All() iter.Seq2[[]byte, []byte] {
 
 // find returns the run that holds key or would hold it (len(runs) past the
 // end), and key's position in it.
-func (s *MemStore) find(key string) (run, i int) {
+func (s *MemStore) find(key []byte) (run, i int) {
 	run = sort.Search(len(s.runs), func(j int) bool {
 		r := s.runs[j]
-		return r[len(r)-1].key() >= key
+		return bytes.Compare(r[len(r)-1].key(), key) >= 0
 	})
 	if run == len(s.runs) {
 		return run, 0
 	}
 	r := s.runs[run]
-	i = sort.Search(len(r), func(j int) bool { return r[j].key() >= key })
+	i = sort.Search(len(r), func(j int) bool { return bytes.Compare(r[j].key(), key) >= 0 })
 	return run, i
 }
 
 // Get implements Reader.
 func (s *MemStore) Get(key []byte) ([]byte, bool, error) {
-	run, i := s.find(string(key))
-	if run == len(s.runs) || s.runs[run][i].key() != string(key) {
+	run, i := s.find(key)
+	if run == len(s.runs) || !bytes.Equal(s.runs[run][i].key(), key) {
 		return nil, false, nil
 	}
-	r := s.runs[run][i]
-	return []byte(r.data[r.keyLen:]), true, nil
+	return s.runs[run][i].value(), true, nil
 }
 
 // First implements Reader.
 func (s *MemStore) First(lo, hi []byte) ([]byte, []byte, bool, error) {
-	run, i := s.find(string(lo))
+	run, i := s.find(lo)
 	if run == len(s.runs) {
 		return nil, nil, false, nil
 	}
 	r := s.runs[run][i]
-	if r.key() >= string(hi) {
+	if bytes.Compare(r.key(), hi) >= 0 {
 		return nil, nil, false, nil
 	}
-	return []byte(r.key()), []byte(r.data[r.keyLen:]), true, nil
+	return r.key(), r.value(), true, nil
 }
 
 // Last implements Reader.
 func (s *MemStore) Last(lo, hi []byte) ([]byte, []byte, bool, error) {
-	run, i := s.find(string(hi))
+	run, i := s.find(hi)
 	// The record before position i of run is the last below hi.
 	if i == 0 {
 		if run == 0 {
@@ -105,16 +107,16 @@ func (s *MemStore) Last(lo, hi []byte) ([]byte, []byte, bool, error) {
 		i = len(s.runs[run])
 	}
 	r := s.runs[run][i-1]
-	if r.key() < string(lo) {
+	if bytes.Compare(r.key(), lo) < 0 {
 		return nil, nil, false, nil
 	}
-	return []byte(r.key()), []byte(r.data[r.keyLen:]), true, nil
+	return r.key(), r.value(), true, nil
 }
 
 // Set implements Writer.
 func (s *MemStore) Set(key, value []byte) error {
-	rec := memRecord{data: strings.Join([]string{string(key), string(value)}, ""), keyLen: len(key)}
-	run, i := s.find(string(key))
+	rec := memRecord{data: slices.Concat(key, value), keyLen: len(key)}
+	run, i := s.find(key)
 	if run == len(s.runs) {
 		// Past every run's last key: the end of the last run.
 		if run == 0 {
@@ -123,7 +125,7 @@ func (s *MemStore) Set(key, value []byte) error {
 			run--
 		}
 		i = len(s.runs[run])
-	} else if s.runs[run][i].key() == string(key) {
+	} else if bytes.Equal(s.runs[run][i].key(), key) {
 		old := s.runs[run][i]
 		s.bytes += len(rec.data) - len(old.data)
 		s.runs[run][i] = rec
@@ -142,8 +144,8 @@ func (s *MemStore) Set(key, value []byte) error {
 
 // Delete implements Writer.
 func (s *MemStore) Delete(key []byte) error {
-	run, i := s.find(string(key))
-	if run == len(s.runs) || s.runs[run][i].key() != string(key) {
+	run, i := s.find(key)
+	if run == len(s.runs) || !bytes.Equal(s.runs[run][i].key(), key) {
 		return nil
 	}
 	s.n--
