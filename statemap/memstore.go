@@ -45,7 +45,8 @@ func (s *MemStore) Len() int { return s.n }
 // map's layout costs before a store's own overhead and compression.
 func (s *MemStore) Bytes() int { return s.bytes }
 
-// All yields every record in key order.
+// All yields every record in key order, as slices of the store's own that
+// the caller does not modify.
 func (s *MemStore) All() iter.Seq2[[]byte, []byte] {
 	return func(yield func([]byte, []byte) bool) {
 		for _, run := range s.runs {

@@ -8,7 +8,7 @@ import (
 // Reader is the ordered key-value store a tree is read from: a Pebble
 // snapshot or database under a key prefix of the caller's, or a MemStore.
 // Keys compare as bytes. A slice it returns need stay valid only until its
-// next call. The reads of one Update or Prove must all see one state: a
+// next call, and its caller does not modify it. The reads of one Update or Prove must all see one state: a
 // Pebble snapshot when commits run beside them. First and Last are a
 // SeekGE and a SeekLT within bounds, so a Pebble adapter may keep one
 // iterator for a whole call.

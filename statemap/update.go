@@ -41,17 +41,18 @@ type result struct {
 // wrote, so r must show the state before the call and w's writes take
 // effect when the caller commits them. Removing an absent key or setting a
 // value a key already has changes nothing; a batch that names one key twice
-// is refused (ErrDuplicateChange) before anything is written.
+// is refused (ErrDuplicateChange) before anything is written. After an
+// error the caller discards w's writes.
 func Update(r Reader, w Writer, changes []Change) (root Hash, entries uint64, err error) {
 	root, entries, err = Root(r)
 	if err != nil {
-		return root, entries, err
+		return Hash{}, 0, err
 	}
 	cs := slices.Clone(changes)
 	slices.SortFunc(cs, func(a, b Change) int { return bytes.Compare(a.KeyHash[:], b.KeyHash[:]) })
 	for i := 1; i < len(cs); i++ {
 		if cs[i].KeyHash == cs[i-1].KeyHash {
-			return root, entries, fmt.Errorf("%w: %s", ErrDuplicateChange, cs[i].KeyHash)
+			return Hash{}, 0, fmt.Errorf("%w: %s", ErrDuplicateChange, cs[i].KeyHash)
 		}
 	}
 	// Drop what changes nothing, so that an idle batch writes nothing and
@@ -60,7 +61,7 @@ func Update(r Reader, w Writer, changes []Change) (root Hash, entries uint64, er
 	for _, c := range cs {
 		old, ok, err := Lookup(r, c.KeyHash)
 		if err != nil {
-			return root, entries, err
+			return Hash{}, 0, err
 		}
 		switch {
 		case c.Delete && !ok, !c.Delete && ok && old == c.ValueHash:
@@ -77,17 +78,17 @@ func Update(r Reader, w Writer, changes []Change) (root Hash, entries uint64, er
 	}
 	s, err := readSpan(r, kept[0].KeyHash, 0)
 	if err != nil {
-		return root, entries, err
+		return Hash{}, 0, err
 	}
 	res, err := update(r, w, 0, kept, s)
 	if err != nil {
-		return root, entries, err
+		return Hash{}, 0, err
 	}
 	v := make([]byte, len(root)+8)
 	copy(v, res.hash[:])
 	binary.BigEndian.PutUint64(v[len(root):], entries)
 	if err := w.Set(rootKey, v); err != nil {
-		return root, entries, err
+		return Hash{}, 0, err
 	}
 	return res.hash, entries, nil
 }
