@@ -18,10 +18,10 @@ const module = "github.com/civnode/civnode/"
 // their top-level package and may import their parent.
 var ownImports = map[string][]string{
 	"eventlog":    {},
-	"projections": {"eventlog"},
+	"projections": {"eventlog", "statemap"},
 	"commands":    {"eventlog"},
 	"stream":      {"eventlog"},
-	"http":        {"commands", "projections", "eventlog", "stream", "witness"},
+	"http":        {"commands", "projections", "eventlog", "stream", "witness", "statemap"},
 	"cmd":         {"*"},
 	// The oracle's unix-socket channel runs the commands' inputs and errors
 	// and answers a log that cannot write as unavailable; it decodes its lines

@@ -14,8 +14,9 @@ import (
 // again.
 //
 // Their keys lie under a byte of their own in the space (DerivedKey), which
-// no fold may write and no rebuild compares: the folds' overlay and cache
-// never see these writes, and replay's comparison of the rebuilt models with
+// a fold writes only through ModelTxn.SetDerived (the changes the owner
+// consumes) and no rebuild compares: the folds' overlay and cache never see
+// these writes, and replay's comparison of the rebuilt models with
 // the old ones is a comparison of folds. A commit is one atomic Pebble
 // batch, not synced on its own: it becomes durable with the next event's
 // fsync (one write-ahead log serves both) or at Close, and a crash before

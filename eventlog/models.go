@@ -272,6 +272,18 @@ func (t *ModelTxn) SetIndex(key, value []byte) {
 	t.put(key, modelEntry{value: value, seq: t.seq, uncached: true})
 }
 
+// SetDerived writes value under the derived key key (DerivedKey), as
+// SetIndex does: the record of a change that the owner of derived state
+// consumes off the write path (DerivedWrites), such as the state map's
+// pending entries. A fold never reads it back.
+func (t *ModelTxn) SetDerived(key, value []byte) {
+	if t.writes == nil {
+		t.writes = make([]modelWrite, 0, 16)
+	}
+	t.writes = append(t.writes, modelWrite{key: string(DerivedKey(key)),
+		modelEntry: modelEntry{value: value, seq: t.seq, uncached: true}})
+}
+
 // Delete removes key.
 func (t *ModelTxn) Delete(key []byte) {
 	t.put(key, modelEntry{deleted: true, seq: t.seq})

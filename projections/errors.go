@@ -13,3 +13,11 @@ var errStore = errors.New("read model store")
 // event of a shared type that is about something else, such as a payment.settled
 // without a mission.
 var errNotOurs = errors.New("not this model's event")
+
+// ErrStateBehind is a round of the state tree asked for a seq the tree has
+// already passed.
+var ErrStateBehind = errors.New("the state tree is already past that seq")
+
+// errPending is a pending state change or a stored entry value that does not
+// decode: the derived space was damaged.
+var errPending = errors.New("malformed pending state change")

@@ -16,12 +16,24 @@ const Version = "5"
 // Folder folds the chain into every read model; it is the eventlog.Folder a
 // node opens its log with. It holds no state: everything lives in the model
 // space, written in the batch of the event it comes from.
-type Folder struct{}
+type Folder struct {
+	// State records the state map's changes for the state tree
+	// (statemap_pending.go): on for a node that commits to its state, and
+	// for a mirror or a replay that checks the commitments.
+	State bool
+}
 
 var _ eventlog.Folder = Folder{}
 
-// Version is the models' layout (Version).
-func (Folder) Version() string { return Version }
+// Version is the models' layout (Version); with the state map's changes,
+// another, so that turning them on or off rebuilds the models: a tree needs
+// every change from the chain's start.
+func (f Folder) Version() string {
+	if f.State {
+		return Version + "+state"
+	}
+	return Version
+}
 
 // Fold applies ev to every model, in the order of Models. Apply is deterministic: the state depends only
 // on the events folded, in seq order. A model that cannot apply an event (a
@@ -29,7 +41,17 @@ func (Folder) Version() string { return Version }
 // counts the event among its skipped ones; the chain holds no such event when
 // only civnode's commands wrote it. Only a failure of the store is an error,
 // and it fails the log.
-func (Folder) Fold(tx *eventlog.ModelTxn, ev *eventlog.Event) error {
+func (f Folder) Fold(tx *eventlog.ModelTxn, ev *eventlog.Event) error {
+	if err := foldModels(tx, ev); err != nil {
+		return err
+	}
+	if f.State {
+		return foldStatePending(tx, ev)
+	}
+	return nil
+}
+
+func foldModels(tx *eventlog.ModelTxn, ev *eventlog.Event) error {
 	for _, m := range models {
 		mark := tx.Mark()
 		err := m.fold(tx, ev)

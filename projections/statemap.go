@@ -22,6 +22,8 @@ import (
 // it commits.
 type StateView struct {
 	v *eventlog.ModelView
+	// r is what Value reads: v, or in a fold the fold's transaction.
+	r reader
 	// id is the identity read last: the identity, binding and profile keys
 	// of one agent, which an event names together, decode it once.
 	id *identityState
@@ -36,7 +38,7 @@ func OpenStateView(src Source) (*StateView, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &StateView{v: v}, nil
+	return &StateView{v: v, r: v}, nil
 }
 
 // Close releases the view.
@@ -105,14 +107,14 @@ func (s *StateView) Value(k string) (value []byte, ok bool, err error) {
 		return s.identityValue(kind, st)
 	case StateKindMission:
 		m := &missionState{}
-		ok, err := load(s.v, key(missionRecord, id), m)
+		ok, err := load(s.r, key(missionRecord, id), m)
 		if !ok || err != nil {
 			return nil, false, err
 		}
-		v, err := s.missionValue(s.v, m)
+		v, err := s.missionValue(s.r, m)
 		return v, err == nil, err
 	case StateKindTreasury:
-		b, ok, err := s.v.Get(key(missionTreasury, id))
+		b, ok, err := s.r.Get(key(missionTreasury, id))
 		if err != nil {
 			return nil, false, storeErr(err)
 		}
@@ -132,7 +134,7 @@ func (s *StateView) identity(did string) (*identityState, bool, error) {
 		return s.id, true, nil
 	}
 	st := &identityState{}
-	ok, err := load(s.v, key(identityRecord, did), st)
+	ok, err := load(s.r, key(identityRecord, did), st)
 	if !ok || err != nil {
 		return nil, false, err
 	}

@@ -1,0 +1,78 @@
+package projections
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/statemap"
+)
+
+// The state map's pending changes. A folder with the state map on
+// (Folder.State) records, for each event that changes entries of the map,
+// each entry's value after the event, under the derived key
+//
+//	'p' ‖ seq (8 bytes, big-endian) ‖ SHA-256(key)  →  flag ‖ uvarint len(key) ‖ key ‖ value
+//
+// (flag 1: the record exists and value is its JCS form; 0: it does not). The
+// state tree (statetree.go) consumes them in seq order up to the seq it
+// commits to and deletes them. Because they are written by the fold, in the
+// event's own batch, they are a pure function of the chain like the records:
+// the node, a mirror and a replay derive the same tree at every seq, however
+// far their folds have run past it.
+const pendingPrefix = 'p'
+
+// pendingKey is the derived key of the change of the entry kh at seq.
+func pendingKey(seq uint64, kh statemap.Hash) []byte {
+	k := make([]byte, 0, 1+8+len(kh))
+	k = binary.BigEndian.AppendUint64(append(k, pendingPrefix), seq)
+	return append(k, kh[:]...)
+}
+
+// pendingBound is the first pending key of seq: the range of the changes
+// through seq is [pendingBound(0), pendingBound(seq+1)).
+func pendingBound(seq uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{pendingPrefix}, seq)
+}
+
+func encodePending(key string, value []byte, ok bool) []byte {
+	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(key)+len(value))
+	flag := byte(0)
+	if ok {
+		flag = 1
+	}
+	b = binary.AppendUvarint(append(b, flag), uint64(len(key)))
+	return append(append(b, key...), value...)
+}
+
+// decodePending is encodePending's inverse; value aliases b.
+func decodePending(b []byte) (key string, value []byte, ok bool, err error) {
+	if len(b) < 2 || b[0] > 1 {
+		return "", nil, false, errPending
+	}
+	n, w := binary.Uvarint(b[1:])
+	if w <= 0 || n > uint64(len(b)-1-w) {
+		return "", nil, false, errPending
+	}
+	rest := b[1+w:]
+	return string(rest[:n]), rest[n:], b[0] == 1, nil
+}
+
+// foldStatePending records the entries ev changed, with their values after
+// it, read through the fold's own transaction. An event whose payload does
+// not decode changed no model, and so no entry.
+func foldStatePending(tx *eventlog.ModelTxn, ev *eventlog.Event) error {
+	keys, err := AppendStateKeys(nil, ev)
+	if err != nil || len(keys) == 0 {
+		return nil
+	}
+	sv := StateView{r: tx}
+	for _, k := range keys {
+		value, ok, err := sv.Value(k)
+		if err != nil {
+			return fmt.Errorf("state map entry %q at seq %d: %w", k, ev.Seq, err)
+		}
+		tx.SetDerived(pendingKey(ev.Seq, statemap.HashKey(k)), encodePending(k, value, ok))
+	}
+	return nil
+}
