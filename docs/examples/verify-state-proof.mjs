@@ -1,0 +1,212 @@
+// verify-state-proof.mjs — check a state proof, that a node's state map holds
+// one record (or none) under a state root, with nothing but SHA-256,
+// independently of civnode's own code (docs/state-proofs.md).
+//
+//   node verify-state-proof.mjs --vectors statemap/testdata/vectors.json
+//
+// runs every case of a vectors file: it rebuilds each map's root from its
+// entries, and requires each proof marked valid to verify and each other one
+// to be refused. One line per case ("pass: …" or "FAIL: …"), then exit 0 and
+// "ok: …", or exit 1 and "invalid: …"; exit 2 for a mistake on the command
+// line.
+//
+// As a module:
+//
+//   import { verifyStateProof } from "./verify-state-proof.mjs";
+//   verifyStateProof({ root, key, value, proof });
+//
+// root is the state root in base64, key the record's key "<kind>/<id>", value
+// the record's bytes (its RFC 8785 JCS text, as a string or bytes) or null
+// for absence, and proof {siblings, key_hash?, value_hash?}. It returns what
+// the proof showed, or throws a StateProofError that says why not.
+//
+// This checks the tree part only: that the record folds to the root. Whether
+// the root is one the node signed (its commitment event, that event's
+// inclusion in a checkpoint, the checkpoint's signatures) is a check of its
+// own, the one check-inclusion.mjs makes for any event.
+import { createHash } from "node:crypto";
+import { readFileSync, realpathSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+
+// DEPTH is the tree's depth: one level per bit of a key hash.
+export const DEPTH = 256;
+const EMPTY = Buffer.alloc(32);
+
+// StateProofError is a refused proof. kind "format" is a shape no honest tree
+// yields; kind "mismatch" is a well-formed proof that does not fold to the
+// root (the value, the key, a sibling or the root differs).
+export class StateProofError extends Error {
+  constructor(kind, message) {
+    super(message);
+    this.name = "StateProofError";
+    this.kind = kind;
+  }
+}
+
+const malformed = (why) => {
+  throw new StateProofError("format", `malformed state proof: ${why}`);
+};
+
+const sha256 = (...parts) => createHash("sha256").update(Buffer.concat(parts.map((p) => Buffer.from(p)))).digest();
+const leafHash = (k, valueHash) => sha256([0x00], k, valueHash);
+const nodeHash = (left, right) => sha256([0x01], left, right);
+
+// Bit i of h, most significant first: bit 0 chooses the root's child, and 0
+// is left.
+const bit = (h, i) => (h[i >> 3] >> (7 - (i & 7))) & 1;
+
+// How many leading bits a and b share (DEPTH when equal).
+function commonPrefix(a, b) {
+  for (let i = 0; i < DEPTH; i++) if (bit(a, i) !== bit(b, i)) return i;
+  return DEPTH;
+}
+
+// A hash is exactly 32 bytes of standard base64 with padding, in its one
+// spelling: decoding and encoding again must give the text back, which
+// refuses what Buffer.from alone lets through (URL-safe letters, no padding,
+// stray bits, whitespace), so a proof has one text form.
+function hash(text, what) {
+  if (typeof text !== "string") malformed(`${what} is not a base64 string`);
+  const b = Buffer.from(text, "base64");
+  if (b.length !== 32 || b.toString("base64") !== text) malformed(`${what} is not 32 bytes of standard base64: ${JSON.stringify(text)}`);
+  return b;
+}
+
+// The record's bytes: a string is its UTF-8 text.
+function recordBytes(value) {
+  if (typeof value === "string") return Buffer.from(value, "utf8");
+  if (value instanceof Uint8Array) return Buffer.from(value);
+  throw new TypeError("value must be the record's bytes (a string or a Uint8Array), or null for absence");
+}
+
+// verifyStateProof checks that proof shows, under root, key's record to be
+// value, or key to have no record when value is null. It returns
+// {membership, depth}, or throws a StateProofError.
+export function verifyStateProof({ root, key, value, proof }) {
+  if (typeof key !== "string") throw new TypeError("key must be the record's key, a string <kind>/<id>");
+  if (value === undefined) throw new TypeError("value must be the record's bytes, or null for absence");
+  const k = sha256(key);
+  const valueHash = value === null ? null : sha256(recordBytes(value));
+  return verifyStateProofHash({ root: hash(root, "the state root"), k, valueHash, proof });
+}
+
+// verifyStateProofHash is verifyStateProof over the key hash k and the value
+// hash (null for absence), as Buffers: what a mirror that keeps only hashes
+// checks.
+export function verifyStateProofHash({ root, k, valueHash, proof }) {
+  if (proof === null || typeof proof !== "object") malformed("the proof is not an object");
+  if (!Array.isArray(proof.siblings)) malformed("siblings is not an array");
+  const d = proof.siblings.length;
+  if (d > DEPTH) malformed(`${d} siblings, more than ${DEPTH}`);
+  // An honest node omits key_hash and value_hash when it has none to give;
+  // null is not a hash.
+  const hasKey = proof.key_hash !== undefined;
+  if (hasKey !== (proof.value_hash !== undefined)) malformed("key_hash and value_hash go together");
+  const siblings = proof.siblings.map((s, i) => hash(s, `sibling ${i}`));
+  // The subtree above an empty sibling holds the same entries as the one
+  // below it, so an honest proof stops there: it is the only proof of the key
+  // that can fold to the root.
+  if (d > 0 && siblings[d - 1].equals(EMPTY)) malformed(`the sibling at depth ${d - 1} is empty`);
+
+  // The hash at depth d: the key's own entry (membership), another entry on
+  // its path (absence), or an empty subtree (absence).
+  let h;
+  if (valueHash !== null && hasKey) malformed("a membership proof names another entry");
+  if (valueHash !== null) h = leafHash(k, valueHash);
+  else if (hasKey) {
+    const otherKey = hash(proof.key_hash, "key_hash");
+    const otherValue = hash(proof.value_hash, "value_hash");
+    if (otherKey.equals(k)) malformed("the other entry is the key itself");
+    if (commonPrefix(otherKey, k) < d) malformed(`the other entry is not on the key's path to depth ${d}`);
+    h = leafHash(otherKey, otherValue);
+  } else h = EMPTY;
+
+  // Fold upwards, from depth d-1 to 0: the key's bit says on which side the
+  // path runs.
+  for (let i = d - 1; i >= 0; i--) h = bit(k, i) === 1 ? nodeHash(siblings[i], h) : nodeHash(h, siblings[i]);
+  if (!h.equals(root))
+    throw new StateProofError("mismatch", `the state proof does not lead to the root: it folds to ${h.toString("base64")}, not ${root.toString("base64")}`);
+  return { membership: valueHash !== null, depth: d };
+}
+
+// stateRoot is the root of the map holding entries [{k, valueHash}], by the
+// tree's three rules alone: an empty subtree is EMPTY, one entry is its leaf
+// whatever the depth, two or more are a node over their two sides.
+export function stateRoot(entries) {
+  const subtree = (es, depth) => {
+    if (es.length === 0) return EMPTY;
+    if (es.length === 1) return leafHash(es[0].k, es[0].valueHash);
+    if (depth === DEPTH) throw new Error("two entries have one key");
+    const side = (b) => subtree(es.filter((e) => bit(e.k, depth) === b), depth + 1);
+    return nodeHash(side(0), side(1));
+  };
+  return subtree(entries, 0);
+}
+
+// runVectors checks a vectors file ({maps: [{name, entries: [{key, value,
+// key_hash, value_hash}], state_root, proofs: [{name, valid, key, value,
+// siblings, key_hash?, value_hash?}]}]}) and says whether every case came
+// out as the file expects.
+function runVectors(file) {
+  const vectors = JSON.parse(readFileSync(file === "-" ? 0 : file, "utf8"));
+  let cases = 0;
+  let failed = 0;
+  const report = (ok, what) => {
+    cases++;
+    if (!ok) failed++;
+    console.log(`${ok ? "pass" : "FAIL"}: ${what}`);
+  };
+  for (const m of vectors.maps ?? []) {
+    // The map's root, rebuilt from its entries, and each entry's hashes.
+    try {
+      const entries = m.entries.map((e) => {
+        const k = sha256(e.key);
+        const valueHash = sha256(recordBytes(e.value));
+        if (e.key_hash !== undefined && !hash(e.key_hash, "key_hash").equals(k)) throw new Error(`${e.key}: key_hash is not SHA-256 of the key`);
+        if (e.value_hash !== undefined && !hash(e.value_hash, "value_hash").equals(valueHash)) throw new Error(`${e.key}: value_hash is not SHA-256 of the value`);
+        return { k, valueHash };
+      });
+      const root = stateRoot(entries).toString("base64");
+      report(root === m.state_root, `${m.name}: root of ${entries.length} entries ${root === m.state_root ? "is" : `is ${root}, not`} ${m.state_root}`);
+    } catch (e) {
+      report(false, `${m.name}: root: ${e.message}`);
+    }
+    for (const c of m.proofs ?? []) {
+      const what = `${m.name}: ${c.name}`;
+      const proof = { siblings: c.siblings, key_hash: c.key_hash, value_hash: c.value_hash };
+      try {
+        const shown = verifyStateProof({ root: m.state_root, key: c.key, value: c.value, proof });
+        report(c.valid === true, `${what}: ${shown.membership ? "membership" : "absence"} at depth ${shown.depth} ${c.valid ? "verifies" : "verifies, but the file says it must be refused"}`);
+      } catch (e) {
+        // A refused proof must be refused as a proof (StateProofError), not
+        // for a fault of the file.
+        const refused = e instanceof StateProofError;
+        report(c.valid === false && refused, `${what}: ${c.valid ? "must verify, but " : ""}${refused ? "refused" : "error"}: ${e.message}`);
+      }
+    }
+  }
+  if (cases === 0 || failed > 0) {
+    console.log(`invalid: ${failed} of ${cases} cases of ${file} failed`);
+    return 1;
+  }
+  console.log(`ok: ${cases} cases of ${file}`);
+  return 0;
+}
+
+function main(args) {
+  const usage = () => {
+    console.error("usage: node verify-state-proof.mjs --vectors FILE");
+    return 2;
+  };
+  let vectors;
+  while (args.length > 0) {
+    const a = args.shift();
+    if (a === "--vectors" && args.length > 0) vectors = args.shift();
+    else return usage();
+  }
+  if (vectors === undefined) return usage();
+  return runVectors(vectors);
+}
+
+// Run as a program, not when imported.
+if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) process.exitCode = main(process.argv.slice(2));
