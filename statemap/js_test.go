@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -147,6 +148,113 @@ func TestJSVerifier(t *testing.T) {
 	})
 }
 
+// TestJSVerifierDocExamples holds the worked examples of
+// docs/state-proofs.md to the vectors: each is a valid proof of the vectors'
+// map, byte for byte, that Verify and the JavaScript verifier accept.
+func TestJSVerifierDocExamples(t *testing.T) {
+	node := testtool.Need(t, "node", "install Node.js 20 or later")
+	v := readVectors(t)
+	var m vectorMap
+	for _, vm := range v.Maps {
+		if vm.raw["name"] == "seven entries" {
+			m = vm
+		}
+	}
+	if m.raw == nil {
+		t.Fatal(`no map "seven entries" in the vectors`)
+	}
+	var cases []any
+	for _, name := range []string{"membership-example", "absence-example"} {
+		var ex struct {
+			Root  statemap.Hash   `json:"root"`
+			Key   string          `json:"key"`
+			Value *string         `json:"value"`
+			Proof json.RawMessage `json:"proof"`
+		}
+		dec := json.NewDecoder(strings.NewReader(docBlock(t, "../docs/state-proofs.md", name)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&ex); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		proof, err := statemap.ParseProof(ex.Proof)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var value []byte
+		if ex.Value != nil {
+			value = []byte(*ex.Value)
+		}
+		if err := statemap.Verify(ex.Root, ex.Key, value, proof); err != nil {
+			t.Errorf("%s: Verify: %v", name, err)
+		}
+		if ex.Root != hashOf(t, m.raw["state_root"]) {
+			t.Errorf("%s: root %s is not the vectors' %s", name, ex.Root, m.raw["state_root"])
+		}
+		found := false
+		for _, p := range m.Proofs {
+			if p["valid"] != true || p["key"] != ex.Key {
+				continue
+			}
+			want, err := statemap.ParseProof(proofJSON(t, p))
+			found = err == nil && reflect.DeepEqual(want, proof) && reflect.DeepEqual(p["value"], anyValue(ex.Value))
+		}
+		if !found {
+			t.Errorf("%s: no valid proof of %s in the vectors has this value and proof", name, ex.Key)
+		}
+		c := map[string]any{"name": name, "valid": true, "key": ex.Key, "value": anyValue(ex.Value)}
+		if err := json.Unmarshal(ex.Proof, &c); err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, c)
+	}
+	m.raw["proofs"] = cases
+	v.Maps = []vectorMap{m}
+	out, err := runJSVerifier(t, node, writeVectors(t, v))
+	if err != nil || !strings.Contains(out, fmt.Sprintf("\nok: %d cases", 1+len(cases))) {
+		t.Fatalf("verifier on the examples of docs/state-proofs.md: %v\n%s", err, out)
+	}
+}
+
+// anyValue is a case's value as JSON decodes it into an any: a string, or
+// nil for absence.
+func anyValue(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return *s
+}
+
+// docBlock returns the text of the fenced code block of the markdown file at
+// path whose info string names it (```json name).
+func docBlock(t *testing.T, path, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body strings.Builder
+	open, inside, found := false, false, false
+	for line := range strings.Lines(string(b)) {
+		switch {
+		case !open && strings.HasPrefix(line, "```"):
+			info := strings.Fields(strings.TrimPrefix(line, "```"))
+			open, inside = true, len(info) >= 2 && info[1] == name
+			if inside && found {
+				t.Fatalf("%s: two blocks named %s", path, name)
+			}
+			found = found || inside
+		case open && strings.HasPrefix(strings.TrimSpace(line), "```"):
+			open, inside = false, false
+		case inside:
+			body.WriteString(line)
+		}
+	}
+	if !found {
+		t.Fatalf("%s has no block named %s", path, name)
+	}
+	return body.String()
+}
+
 // vectors is testdata/vectors.json read as plain JSON values, so that a
 // copy can be changed in any member and written back.
 type vectors struct {
@@ -234,6 +342,11 @@ func expectFailure(t *testing.T, node string, v vectors, want string) {
 
 func runJSVerifier(t *testing.T, node, vectorsPath string) (string, error) {
 	t.Helper()
+	// Reading the script makes it an input of this test for go test's cache,
+	// which does not see what node reads.
+	if _, err := os.ReadFile(jsVerifier); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, node, jsVerifier, "--vectors", vectorsPath).CombinedOutput()

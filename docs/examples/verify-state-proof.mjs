@@ -22,8 +22,9 @@
 //
 // This checks the tree part only: that the record folds to the root. Whether
 // the root is one the node signed (its commitment event, that event's
-// inclusion in a checkpoint, the checkpoint's signatures) is a check of its
-// own, the one check-inclusion.mjs makes for any event.
+// signature and inclusion in a checkpoint, the checkpoint's signatures) is a
+// further check, the one check-inclusion.mjs makes of any event; this node
+// version does not commit state roots yet.
 import { createHash } from "node:crypto";
 import { readFileSync, realpathSync } from "node:fs";
 import { pathToFileURL } from "node:url";
@@ -64,11 +65,12 @@ function commonPrefix(a, b) {
 // A hash is exactly 32 bytes of standard base64 with padding, in its one
 // spelling: decoding and encoding again must give the text back, which
 // refuses what Buffer.from alone lets through (URL-safe letters, no padding,
-// stray bits, whitespace), so a proof has one text form.
-function hash(text, what) {
-  if (typeof text !== "string") malformed(`${what} is not a base64 string`);
+// stray bits, whitespace), so a proof has one text form. refuse says whose
+// fault a bad hash is: the proof's, unless it is the root.
+function hash(text, what, refuse = malformed) {
+  if (typeof text !== "string") refuse(`${what} is not a base64 string`);
   const b = Buffer.from(text, "base64");
-  if (b.length !== 32 || b.toString("base64") !== text) malformed(`${what} is not 32 bytes of standard base64: ${JSON.stringify(text)}`);
+  if (b.length !== 32 || b.toString("base64") !== text) refuse(`${what} is not 32 bytes of standard base64: ${JSON.stringify(text)}`);
   return b;
 }
 
@@ -87,7 +89,10 @@ export function verifyStateProof({ root, key, value, proof }) {
   if (value === undefined) throw new TypeError("value must be the record's bytes, or null for absence");
   const k = sha256(key);
   const valueHash = value === null ? null : sha256(recordBytes(value));
-  return verifyStateProofHash({ root: hash(root, "the state root"), k, valueHash, proof });
+  const badRoot = (why) => {
+    throw new StateProofError("format", why);
+  };
+  return verifyStateProofHash({ root: hash(root, "the state root", badRoot), k, valueHash, proof });
 }
 
 // verifyStateProofHash is verifyStateProof over the key hash k and the value
