@@ -68,6 +68,8 @@ type serveConfig struct {
 	// directory or s3://BUCKET/PREFIX), every publishInterval.
 	publishDir      string
 	publishInterval time.Duration
+	// stateInterval is the least time between two state.committed events.
+	stateInterval time.Duration
 	// mirrorOf, when set, serves a mirror of the node published there
 	// (mirror_serve.go), verified as mirror verifies it.
 	mirrorOf string
@@ -135,6 +137,7 @@ func newServeCommand(m *Main, g *globals) *cobra.Command {
 	f.DurationVar(&cfg.witnessStartWait, "witness-start-wait", localnode.DefaultWitnessStartWait, "how long a start waits for the --witness witnesses to say the chain is not behind them before it appends anyway (a restored, imported or promoted data dir waits for a quorum however long)")
 	f.StringVar(&cfg.publishDir, "publish-dir", "", "publish the chain from inside the node to `DIR|s3://BUCKET/PREFIX` as transparency publish does, every --publish-interval (S3: endpoint and credentials from AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION; docs/operations.md)")
 	f.DurationVar(&cfg.publishInterval, "publish-interval", localnode.DefaultPublishInterval, "time between two publishes to --publish-dir: the recovery point of a node whose disk is lost")
+	f.DurationVar(&cfg.stateInterval, "state-interval", localnode.DefaultStateInterval, "least time between two state.committed events, the node's signed commitments to its records (docs/state-proofs.md)")
 	f.StringVar(&cfg.mirrorOf, "mirror-of", "", "follow the node published at `URL` and serve it read-only (see civnode mirror; docs/mirrors.md)")
 	f.StringVar(&cfg.tls.CertFile, "tls-cert", "", "serve HTTPS with the PEM certificate (chain) in `FILE`, reloaded when it changes or on SIGHUP; needs --tls-key (docs/deploying.md)")
 	f.StringVar(&cfg.tls.KeyFile, "tls-key", "", "the PEM private key of --tls-cert, in `FILE`; reloaded with it")
@@ -169,6 +172,8 @@ func (cfg serveConfig) check() error {
 		return usageErrorf("--witness-start-wait must be more than 0")
 	case cfg.publishInterval <= 0:
 		return usageErrorf("--publish-interval must be more than 0")
+	case cfg.stateInterval < 100*time.Millisecond:
+		return usageErrorf("--state-interval must be at least 100ms")
 	case cfg.publishDir != "" && cfg.mirrorOf != "":
 		return usageErrorf("--publish-dir publishes a node's own chain; a mirror (--mirror-of) does not publish")
 	case cfg.modelCache < 1<<20:
@@ -282,12 +287,13 @@ func (c *serveCmd) run(ctx context.Context) error {
 		NATS: stream.Options{Listen: cfg.natsListen, LeafURL: cfg.natsLeaf, TLSCertFile: cfg.natsTLSCert, TLSKeyFile: cfg.natsTLSKey,
 			MaxConns: natsLimit(cfg.natsMaxConns), MaxSubs: natsLimit(cfg.natsMaxSubs), MaxPending: cfg.natsMaxPending},
 		Version: build.Version, Commit: build.Commit, GoVersion: build.GoVersion,
-		Witnessing:   localnode.Witnessing{Witnesses: cfg.witnesses, Quorum: cfg.witnessQuorum, For: cfg.witnessFor, StartWait: cfg.witnessStartWait},
-		Published:    cfg.published,
-		Publish:      localnode.Publishing{Target: cfg.publishDir, Interval: cfg.publishInterval, Getenv: c.m.Getenv},
-		Settings:     []any{"rate_limit", cfg.rateLimit, "max_conns", cfg.maxConns, "max_conns_per_addr", cfg.maxConnsPerAddr},
-		Logger:       logger,
-		TreeBuildBar: c.m.treeBuildBar(),
+		Witnessing:    localnode.Witnessing{Witnesses: cfg.witnesses, Quorum: cfg.witnessQuorum, For: cfg.witnessFor, StartWait: cfg.witnessStartWait},
+		Published:     cfg.published,
+		Publish:       localnode.Publishing{Target: cfg.publishDir, Interval: cfg.publishInterval, Getenv: c.m.Getenv},
+		StateInterval: cfg.stateInterval,
+		Settings:      []any{"rate_limit", cfg.rateLimit, "max_conns", cfg.maxConns, "max_conns_per_addr", cfg.maxConnsPerAddr},
+		Logger:        logger,
+		TreeBuildBar:  c.m.treeBuildBar(),
 		Listening: func(addr string) error {
 			if _, err := fmt.Fprintf(c.m.Stdout, "civnode listening on %s://%s\n", cfg.tls.Scheme(), addr); err != nil {
 				return fmt.Errorf("print listening line: %w", err)

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestServeTrustedProxyFlag: --trusted-proxy takes CIDRs and bare IPs, which
@@ -32,7 +33,7 @@ func TestServePublicURLFlag(t *testing.T) {
 	for url, ok := range map[string]bool{"https://node.example.com": true, "http://10.0.0.1:7777/civ": true,
 		"node.example.com": false, "ftp://node.example.com": false, "https://node.example.com/?a=1": false} {
 		cfg := serveConfig{publicURL: url, rateLimit: 1, natsMaxPending: 1 << 30, pageBytes: 1, witnessStartWait: 1,
-			publishInterval: 1, modelCache: 1 << 20, witnessQuorum: 1}
+			publishInterval: 1, modelCache: 1 << 20, witnessQuorum: 1, stateInterval: time.Second}
 		if err := cfg.check(); (err == nil) != ok {
 			t.Errorf("--public-url %q: %v", url, err)
 		}

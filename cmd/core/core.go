@@ -60,6 +60,10 @@ type Config struct {
 	Keys commands.Keystore
 	// Registry is the agent registry the node proxies; nil: no proxy.
 	Registry commands.Registry
+	// NoState folds without the state map's changes (projections.Folder.State),
+	// for a benchmark that prices them: a node always keeps them, and a log
+	// opened one way and then the other rebuilds its models.
+	NoState bool
 }
 
 // Open opens the log described by opts with the read models attached, which
@@ -71,7 +75,7 @@ func Open(opts eventlog.Options, cfg Config) (c *Core, err error) {
 	if cat == nil {
 		cat = catalog.Default()
 	}
-	opts.Models = projections.Folder{}
+	opts.Models = projections.Folder{State: !cfg.NoState}
 	l, err := eventlog.Open(opts)
 	if err != nil {
 		return nil, err

@@ -38,6 +38,7 @@ var types = []Type{
 	{Name: TypeGameMissionPackInstalled, About: "a mission pack's missions published, once per pack", Civilization: true},
 
 	{Name: TypeNodePromoted, About: "a standby took over the chain with the origin's key: the new instance's id and the tree size it took over at"},
+	{Name: TypeStateCommitted, About: "the node's commitment to its state map: the root of the tree over its records through a seq"},
 
 	{Name: TypePeerConnected, About: "a link of the embedded NATS server to another NATS server came up"},
 	{Name: TypePeerDisconnected, About: "a link of the embedded NATS server to another NATS server went down"},

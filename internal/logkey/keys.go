@@ -97,6 +97,8 @@ const (
 	Stack               = "stack"
 	Stalled             = "stalled"
 	StartPoints         = "start_points"
+	StateRoot           = "state_root"
+	StateRootDerived    = "state_root_derived"
 	Status              = "status"
 	StoredVersion       = "stored_version"
 	Subject             = "subject"

@@ -202,9 +202,9 @@ func (d *checker) checkModels(l *eventlog.Log) Check {
 	case version == "":
 		return problem(c, statusWarn, fmt.Sprintf("none yet: the next start builds them from the chain (%s)", plural(int(tip), "event")),
 			"nothing to do; or, with the node stopped, "+replay+" builds them now")
-	case version != projections.Version:
+	case version != nodeModels.Version():
 		return problem(c, statusWarn, fmt.Sprintf("layout %q, this civnode's is %q: the next start rebuilds them from the chain (%s) before it serves",
-			version, projections.Version, plural(int(tip), "event")),
+			version, nodeModels.Version(), plural(int(tip), "event")),
 			"nothing to do; or, with the node stopped, "+replay+" rebuilds them now")
 	case applied < tip:
 		c.Status, c.Detail = statusOK, fmt.Sprintf("layout %q, up to seq %d of %d: the next start folds the %s behind", version, applied, tip, plural(int(tip-applied), "event"))
@@ -321,3 +321,7 @@ func elapsed(start time.Time) string {
 	}
 	return d.Round(time.Millisecond).String()
 }
+
+// nodeModels is the folder a node opens its log with (cmd/core): its
+// Version is the layout a node's read models have.
+var nodeModels = projections.Folder{State: true}

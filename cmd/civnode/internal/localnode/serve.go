@@ -1,6 +1,7 @@
 package localnode
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -54,6 +55,9 @@ type Config struct {
 	// Publish is where the node publishes its chain continuously (serve
 	// --publish-dir); its Target "": nowhere.
 	Publish Publishing
+	// StateInterval is the least time between two state.committed events
+	// (serve --state-interval); 0 is DefaultStateInterval.
+	StateInterval time.Duration
 	// Settings are logged with the "serving" line: the limits as given.
 	Settings []any
 
@@ -140,7 +144,16 @@ func (n *Node) openOwn(ctx context.Context) error {
 	witnessed := make(chan struct{})
 	n.waits = append(n.waits, witnessed)
 	n.http.Witness, n.http.Witnesses, err = startWitnessing(n.bg, wcfg, dir, key, chain, n.stream, logger, guard.WitnessAhead, witnessed)
-	return err
+	if err != nil {
+		return err
+	}
+	sc := &stateCommitter{chain: chain, interval: cmp.Or(cfg.StateInterval, DefaultStateInterval),
+		logger: logger.With(logkey.Component, "state")}
+	if sub := n.http.Witnesses; sub != nil {
+		sc.witnessed = sub.Witnessed
+	}
+	n.goBackground(sc.run)
+	return nil
 }
 
 // openForkGuard holds the chain's writes, checks it against every
