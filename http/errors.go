@@ -68,6 +68,8 @@ const (
 	codeReadOnlyMirror = "read_only_mirror"
 	// A write while the fork guard holds the node's writes (eventlog.Behind).
 	codeBehindPublished = "behind_published"
+	// No state.committed signs the state tree yet (stateproof.go).
+	codeStateNotCommitted = "state_not_committed"
 	// The registry proxy of a node run without a registry (servicenet.go).
 	codeRegistryNotConfigured = "registry_not_configured"
 	// The MCP transport's own refusals (mcp.go).
@@ -125,6 +127,16 @@ func errNotWitnessed(configured bool) *Error {
 		msg = "this node submits its checkpoints to no witness (serve --witness)"
 	}
 	return &Error{Status: http.StatusNotFound, Code: codeNotWitnessed, Message: msg}
+}
+
+// errStateNotCommitted answers GET /v1/state/proof while the node's state
+// tree has no root a state.committed event signs in a checkpoint it can
+// give, why says which: before its first commitment, while no witnessed
+// checkpoint covers it yet, on a mirror, which keeps no tree. The node
+// commits about once a second (serve --state-interval), hence Retry-After: 1.
+func errStateNotCommitted(why string) *Error {
+	return &Error{Status: http.StatusServiceUnavailable, Code: codeStateNotCommitted, RetryAfter: time.Second,
+		Message: "the node has not committed to its state yet (" + why + "); retry after Retry-After seconds"}
 }
 
 // errRegistryNotConfigured answers the registry proxy's routes and tools on a

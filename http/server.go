@@ -428,6 +428,7 @@ func (s *Server) routes() {
 	s.handle(http.MethodGet, "/v1/ready", s.handleReady, routePublic|routeNoBudget|routeQuiet)
 	s.handle(http.MethodPost, "/v1/node/proof", s.handleNodeProof, routePublic|routeNoBudget)
 	s.handle(http.MethodGet, "/v1/state", s.handleState, 0)
+	s.stateProofRoutes()
 	s.handle(http.MethodGet, "/v1/events", s.handleEvents, routeObserver|routeList|routeLimited)
 	s.handle(http.MethodGet, "/v1/events/export", s.handleExport, routeStreaming|routeObserver|routeLimited)
 	if s.streams.stream != nil {

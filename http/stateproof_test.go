@@ -1,0 +1,320 @@
+package http
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"reflect"
+	"strings"
+	"testing"
+
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/eventlog/events"
+	"github.com/civnode/civnode/projections"
+	"github.com/civnode/civnode/statemap"
+)
+
+// commitState does what the node's state committer does in one round
+// (cmd/civnode/internal/localnode/statecommit.go), which the test server
+// does not run: it brings the state tree up to the durable tip, appends
+// state.committed with its root, and writes the tree as signed by it. It
+// returns the commitment's seq.
+func commitState(t *testing.T, l *eventlog.Log) uint64 {
+	t.Helper()
+	r, err := projections.PrepareState(l, l.Tip().Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	evs, err := l.Append(t.Context(), eventlog.Draft{Type: events.TypeStateCommitted, Payload: events.StateCommitted{
+		ThroughSeq: r.ThroughSeq, StateRoot: r.Root.String(), Entries: r.Entries}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Commit(evs[0].Seq); err != nil {
+		t.Fatal(err)
+	}
+	return evs[0].Seq
+}
+
+// stateProofAnswer is GET /v1/state/proof as a verifier reads it.
+type stateProofAnswer struct {
+	Key        string          `json:"key"`
+	Value      json.RawMessage `json:"value"`
+	ThroughSeq uint64          `json:"through_seq"`
+	StateRoot  statemap.Hash   `json:"state_root"`
+	Entries    uint64          `json:"entries"`
+	statemap.Proof
+	Commitment struct {
+		Checkpoint  string          `json:"checkpoint"`
+		VerifierKey string          `json:"verifier_key"`
+		Seq         uint64          `json:"seq"`
+		EventID     string          `json:"event_id"`
+		LeafIndex   int64           `json:"leaf_index"`
+		LeafHash    tlog.Hash       `json:"leaf_hash"`
+		TreeSize    int64           `json:"tree_size"`
+		RootHash    tlog.Hash       `json:"root_hash"`
+		Proof       []tlog.Hash     `json:"proof"`
+		Event       json.RawMessage `json:"event"`
+	} `json:"commitment"`
+}
+
+// stateProof asks for key's proof with token and decodes a 200.
+func stateProof(t *testing.T, n *testNode, key, token string) (stateProofAnswer, response) {
+	t.Helper()
+	r := n.request(http.MethodGet, "/v1/state/proof?key="+url.QueryEscape(key), token, nil)
+	var a stateProofAnswer
+	r.wantOK(t, &a)
+	return a, r
+}
+
+// value is the answer's value as the verifier hashes it: nil for null.
+func (a stateProofAnswer) value() []byte {
+	if bytes.Equal(a.Value, []byte("null")) {
+		return nil
+	}
+	return a.Value
+}
+
+// verifyStateProof checks a as an offline verifier does (docs/state-proofs.md),
+// trusting only the node's own key: the tree proof against state_root, the
+// commitment event (its stored bytes, id and signature), its payload against
+// the answer, its inclusion in the checkpoint, and the checkpoint's signature.
+func verifyStateProof(t *testing.T, n *civNode, key string, a stateProofAnswer) {
+	t.Helper()
+	if a.Key != key {
+		t.Errorf("key %q, asked for %q", a.Key, key)
+	}
+	if err := statemap.Verify(a.StateRoot, key, a.value(), a.Proof); err != nil {
+		t.Errorf("%s: the tree proof does not verify: %v", key, err)
+	}
+	c := a.Commitment
+
+	// The event: exactly as stored, its id and signature the node's.
+	stored, err := n.log.Event(c.Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(c.Event, stored.Raw()) {
+		t.Errorf("the commitment event is not the stored bytes:\n%s\n%s", c.Event, stored.Raw())
+	}
+	var ev struct {
+		ID        string          `json:"id"`
+		Seq       uint64          `json:"seq"`
+		Type      string          `json:"type"`
+		Payload   json.RawMessage `json:"payload"`
+		Signature string          `json:"signature"`
+	}
+	if err := json.Unmarshal(c.Event, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Type != events.TypeStateCommitted || ev.Seq != c.Seq || ev.ID != c.EventID {
+		t.Errorf("commitment event %s at %d id %s; the answer says seq %d id %s", ev.Type, ev.Seq, ev.ID, c.Seq, c.EventID)
+	}
+	u := stored.SignedBytes()
+	if sum := sha256.Sum256(u); hex.EncodeToString(sum[:]) != ev.ID {
+		t.Errorf("event id %s is not SHA-256 of its signed bytes", ev.ID)
+	}
+	sig, err := base64.StdEncoding.DecodeString(ev.Signature)
+	if err != nil || !ed25519.Verify(n.key.Public().(ed25519.PublicKey), u, sig) {
+		t.Errorf("the commitment event's signature does not verify with the node key (%v)", err)
+	}
+
+	// Its payload is the answer's root.
+	var p events.StateCommitted
+	if err := json.Unmarshal(ev.Payload, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.ThroughSeq != a.ThroughSeq || p.StateRoot != a.StateRoot.String() || p.Entries != a.Entries {
+		t.Errorf("payload %+v, answer through_seq %d state_root %s entries %d", p, a.ThroughSeq, a.StateRoot, a.Entries)
+	}
+
+	// Its inclusion in the checkpoint's tree.
+	id, err := hex.DecodeString(c.EventID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := tlog.RecordHash(id)
+	if leaf != c.LeafHash || c.LeafIndex != int64(c.Seq)-1 {
+		t.Errorf("leaf %s at %d, want %s at %d", c.LeafHash, c.LeafIndex, leaf, c.Seq-1)
+	}
+	if err := tlog.CheckRecord(c.Proof, c.TreeSize, c.RootHash, c.LeafIndex, leaf); err != nil {
+		t.Errorf("the inclusion proof does not verify: %v", err)
+	}
+
+	// The checkpoint, signed by the key the verifier trusts (the node's, not
+	// the one in the answer), names that tree.
+	v, err := note.NewVerifier(n.log.VerifierKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, err := note.Open([]byte(c.Checkpoint), note.VerifierList(v))
+	if err != nil {
+		t.Fatalf("checkpoint: %v", err)
+	}
+	if want := eventlog.CheckpointText(n.log.Origin(), eventlog.TreeHead{Size: c.TreeSize, Root: c.RootHash}); signed.Text != want {
+		t.Errorf("checkpoint text %q, want %q", signed.Text, want)
+	}
+	if c.VerifierKey != n.log.VerifierKey() {
+		t.Errorf("verifier_key %q, the node's %q", c.VerifierKey, n.log.VerifierKey())
+	}
+}
+
+// TestStateProofBeforeCommitment: until a state.committed signs the tree,
+// the node answers 503 state_not_committed with Retry-After: 1, and a round
+// that has no commitment yet (written with none) changes nothing.
+func TestStateProofBeforeCommitment(t *testing.T) {
+	w := newMissionWorld(t)
+	key := "identity/" + w.dids["ada"]
+	r := w.get("/v1/state/proof?key=" + url.QueryEscape(key))
+	r.wantError(t, http.StatusServiceUnavailable, codeStateNotCommitted, "")
+	if ra := r.header.Get("Retry-After"); ra != "1" {
+		t.Errorf("Retry-After %q, want 1", ra)
+	}
+
+	round, err := projections.PrepareState(w.log, w.log.Tip().Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := round.Commit(0); err != nil {
+		t.Fatal(err)
+	}
+	w.get("/v1/state/proof?key="+url.QueryEscape(key)).wantError(t, http.StatusServiceUnavailable, codeStateNotCommitted, "")
+
+	seq := commitState(t, w.log)
+	a, _ := stateProof(t, w.testNode, key, testToken)
+	if a.Commitment.Seq != seq {
+		t.Errorf("commitment seq %d, want %d", a.Commitment.Seq, seq)
+	}
+	verifyStateProof(t, w.civNode, key, a)
+}
+
+// TestStateProofMembership: an identity's and a mission's records are
+// proved against the root of the newest commitment, which the answer
+// carries signed and included in the node's checkpoint; the value is the
+// record its own route answers. The node is quiet after the commitment: the
+// answer must show it without another event.
+func TestStateProofMembership(t *testing.T) {
+	w := newMissionWorld(t)
+	m := w.advance("claimed")
+	seq := commitState(t, w.log)
+
+	ada := w.dids["ada"]
+	identity := "identity/" + ada
+	a, r := stateProof(t, w.testNode, identity, testToken)
+	if a.Commitment.Seq != seq || a.ThroughSeq != seq-1 {
+		t.Errorf("commitment at %d through %d, want %d through %d", a.Commitment.Seq, a.ThroughSeq, seq, seq-1)
+	}
+	if a.value() == nil || a.KeyHash != nil || a.ValueHash != nil {
+		t.Fatalf("membership answer %s", r.body)
+	}
+	verifyStateProof(t, w.civNode, identity, a)
+	rec := w.get("/v1/civilization/public-identity?agent_did=" + url.QueryEscape(ada))
+	rec.wantOK(t, nil)
+	if !sameJSON(t, a.Value, rec.body) {
+		t.Errorf("the identity's value %s, its route's answer %s", a.Value, rec.body)
+	}
+	if want, ok, err := projections.StateValue(w.log, identity); err != nil || !ok || !bytes.Equal(a.value(), want) {
+		t.Errorf("value %s, the stored JCS bytes %s (%v %v)", a.Value, want, ok, err)
+	}
+	if got := jsonKeys(t, r.body); !reflect.DeepEqual(got, []string{"key", "value", "through_seq", "state_root", "entries", "siblings", "commitment"}) {
+		t.Errorf("members %v", got)
+	}
+	if got := jsonKeys(t, mustMember(t, r.body, "commitment")); !reflect.DeepEqual(got, []string{"checkpoint", "verifier_key", "seq",
+		"event_id", "leaf_index", "leaf_hash", "tree_size", "root_hash", "proof", "event"}) {
+		t.Errorf("commitment members %v", got)
+	}
+
+	// The same answer for the identity's own agent token; the mission's too.
+	mission := "mission/" + m.MissionID
+	b, _ := stateProof(t, w.testNode, mission, w.tokens["ada"])
+	verifyStateProof(t, w.civNode, mission, b)
+	rec = w.get("/v1/core/missions/" + m.MissionID)
+	rec.wantOK(t, nil)
+	if !sameJSON(t, b.Value, rec.body) {
+		t.Errorf("the mission's value %s, its route's answer %s", b.Value, rec.body)
+	}
+	if b.StateRoot != a.StateRoot || b.Commitment.Seq != seq {
+		t.Errorf("two keys of one commitment: roots %s %s, seqs %d %d", a.StateRoot, b.StateRoot, a.Commitment.Seq, b.Commitment.Seq)
+	}
+
+	// A tampered value, or the proof under another key, does not verify:
+	// the check above can fail.
+	if err := statemap.Verify(a.StateRoot, identity, []byte(strings.Replace(string(a.Value), `"`, `'`, 1)), a.Proof); err == nil {
+		t.Error("a tampered value verifies")
+	}
+	if err := statemap.Verify(a.StateRoot, mission, a.value(), a.Proof); err == nil {
+		t.Error("the identity's proof verifies for the mission's key")
+	}
+
+	// The mission moves on and the next commitment proves its new state,
+	// while the answer before it stays a valid proof of the old root.
+	w.step(m.MissionID, "complete", w.tokens["ada"], map[string]any{"result": "done"}).wantOK(t, nil)
+	next := commitState(t, w.log)
+	c, _ := stateProof(t, w.testNode, mission, testToken)
+	verifyStateProof(t, w.civNode, mission, c)
+	if c.Commitment.Seq != next || c.StateRoot == b.StateRoot || !strings.Contains(string(c.Value), `"state":"completed"`) {
+		t.Errorf("after completing: commitment %d (want %d), root %s (was %s), value %s", c.Commitment.Seq, next, c.StateRoot, b.StateRoot, c.Value)
+	}
+	if err := statemap.Verify(b.StateRoot, mission, b.value(), b.Proof); err != nil {
+		t.Errorf("the older proof no longer verifies against its own root: %v", err)
+	}
+}
+
+// mustMember is one member of a JSON object, raw.
+func mustMember(t *testing.T, body []byte, name string) []byte {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m[name]
+}
+
+// TestStateProofAbsence: a mission no one published is a 200 with value
+// null and a proof of its absence, which a made-up value does not pass.
+func TestStateProofAbsence(t *testing.T) {
+	w := newMissionWorld(t)
+	w.advance("created")
+	commitState(t, w.log)
+	for _, key := range []string{"mission/00000000-0000-4000-8000-000000000000", "identity/did:key:z6MkNobody",
+		"treasury/nowhere", "mission/a\x00b"} {
+		a, r := stateProof(t, w.testNode, key, testToken)
+		if a.value() != nil || !bytes.Contains(r.body, []byte(`"value":null`)) {
+			t.Fatalf("%q: %s", key, r.body)
+		}
+		verifyStateProof(t, w.civNode, key, a)
+		if err := statemap.Verify(a.StateRoot, key, []byte(`{}`), a.Proof); err == nil {
+			t.Errorf("%q: the absence proof verifies a value", key)
+		}
+	}
+}
+
+// TestStateProofRefusals: the key is validated before anything is read, and
+// the route admits the tokens of the records' own routes.
+func TestStateProofRefusals(t *testing.T) {
+	w := newMissionWorld(t)
+	commitState(t, w.log)
+	for _, q := range []string{"", "key=", "key=identity", "key=identity%2F", "key=%2Fx", "key=nope%2Fx",
+		"key=Identity%2Fx", "key=mission%2F%FF", "key=mission%2F" + strings.Repeat("a", maxStateKeyBytes)} {
+		w.get("/v1/state/proof?"+q).wantError(t, http.StatusBadRequest, codeInvalidField, "key")
+	}
+	w.get("/v1/state/proof?key=mission%2F"+strings.Repeat("a", maxStateKeyBytes-len("mission/"))).wantOK(t, nil)
+	w.get("/v1/state/proof?key=mission%2Fx&key=mission%2Fy").wantError(t, http.StatusBadRequest, codeInvalidQuery, "key")
+	w.get("/v1/state/proof?key=mission%2Fx&tree_size=3").wantError(t, http.StatusBadRequest, codeInvalidQuery, "tree_size")
+
+	path := "/v1/state/proof?key=mission%2Fx"
+	w.request(http.MethodGet, path, "", nil).wantError(t, http.StatusUnauthorized, codeUnauthorized, "")
+	if r := w.request(http.MethodGet, path, w.observerToken(), nil); r.status != http.StatusForbidden {
+		t.Errorf("observer token: %d %s, want 403", r.status, r.body)
+	}
+	w.request(http.MethodGet, path, w.tokens["rover"], nil).wantOK(t, nil)
+}
