@@ -29,7 +29,7 @@ var ownImports = map[string][]string{
 	"oraclesock": {"commands", "eventlog"},
 	// The transparency tools read and check what the log signs; they reach a
 	// node's API with plain net/http, not through package http.
-	"transparency": {"eventlog", "witness"},
+	"transparency": {"eventlog", "witness", "statemap"},
 	"witness":      {"eventlog"},
 	// The state map's tree and proofs: the node, the offline verifier and
 	// mirrors all use it, so it leans on nothing of ours.

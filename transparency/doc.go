@@ -158,4 +158,14 @@
 // keeps the event in the very bytes the node signed. [ProveWitnessed] proves
 // it in the tree of the node's witnessed checkpoint, which the proof carries
 // with its cosignatures.
+//
+// # State proofs
+//
+// [VerifyStateProof] checks an answer of GET /v1/state/proof offline
+// (civnode state verify; docs/state-proofs.md): the record against the state
+// root ([statemap.Verify] over its RFC 8785 form), the state.committed event
+// that signs the root (Proof.Verify: its id, its signature by the trusted
+// key, its inclusion in a checkpoint of that key), the witnesses'
+// cosignatures when required, and that the event's payload is the answer's
+// root, entries and through_seq. [FetchStateProof] asks a node for one.
 package transparency

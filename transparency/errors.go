@@ -54,3 +54,9 @@ var errBadTiles = errors.New("its tiles do not match its checkpoint")
 // publishing would roll the published log back or fork it, so nothing is
 // written, and a node publishing continuously stops publishing.
 var ErrPublishRefused = errors.New("the publish target refuses the node's tree")
+
+// ErrBadStateProof is an answer of GET /v1/state/proof that does not verify
+// (VerifyStateProof): malformed, a record that is not under its root, a
+// commitment not signed or not in the checkpoint, a payload that is not the
+// answer's root.
+var ErrBadStateProof = errors.New("the state proof does not verify")
