@@ -210,6 +210,10 @@ func goldenChain(t *testing.T) *chain {
 
 	// A standby promoted in the node's place: no model folds it.
 	c.append(events.TypeNodePromoted, events.NodePromoted{Instance: "5f0c2a9e41d7b36c8e21f4a0b9d35c17", TreeSize: c.log.TreeSize()})
+	// No model folds a commitment to the state; the state tree checks it
+	// (statetree_test.go).
+	c.append(events.TypeStateCommitted, events.StateCommitted{ThroughSeq: c.log.Tip().Seq,
+		StateRoot: "dDgX7zzPowY776Rbu7kZaVSQpmm1JC3nvx4L9Z0EWwk=", Entries: 2})
 
 	skipped, err := projections.Skipped(c.log)
 	if err != nil {

@@ -3,10 +3,12 @@ package projections_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/eventlog/events"
 	"github.com/civnode/civnode/projections"
 	"github.com/civnode/civnode/statemap"
 )
@@ -51,7 +53,7 @@ func durableSeq(t testing.TB, l *eventlog.Log) uint64 {
 // in one round.
 func TestStateTreeRounds(t *testing.T) {
 	c := newChain(t, func(o *eventlog.Options) { o.Models = projections.Folder{State: true} })
-	drafts := stateChain(t)
+	drafts := slices.DeleteFunc(stateChain(t), func(d eventlog.Draft) bool { return d.Type == events.TypeStateCommitted })
 	var last projections.StateCommit
 	for i := 0; i < len(drafts); i += 4 {
 		if _, err := c.log.Append(context.Background(), drafts[i:min(i+4, len(drafts))]...); err != nil {
@@ -122,5 +124,71 @@ func TestStateTreeRounds(t *testing.T) {
 	defer r.Close()
 	if r.Root != last.Root || r.Entries != last.Entries {
 		t.Fatalf("after a rebuild, one round gives %s of %d entries, the rounds gave %s of %d", r.Root, r.Entries, last.Root, last.Entries)
+	}
+}
+
+// commitState runs a round through the durable seq and appends its
+// state.committed as the node's committer does; wrong, if set, is signed
+// instead of the root.
+func commitState(t *testing.T, l *eventlog.Log, wrong string) uint64 {
+	t.Helper()
+	through := durableSeq(t, l)
+	r, err := projections.PrepareState(l, through)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := r.Root.String()
+	if wrong != "" {
+		root = wrong
+	}
+	evs, err := l.Append(context.Background(), eventlog.Draft{Type: events.TypeStateCommitted,
+		Payload: events.StateCommitted{ThroughSeq: through, StateRoot: root, Entries: r.Entries}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Commit(evs[0].Seq); err != nil {
+		t.Fatal(err)
+	}
+	return evs[0].Seq
+}
+
+// TestCheckStateCommitments: after a rebuild, which drops the tree, every
+// state.committed of the chain is recomputed from the events and found
+// equal; a commitment that signs another root is named, with the root the
+// events give, and the tree stays at the commitment before it.
+func TestCheckStateCommitments(t *testing.T) {
+	c := newChain(t, func(o *eventlog.Options) { o.Models = projections.Folder{State: true} })
+	// The golden chain's own state.committed signs a root of that chain.
+	drafts := slices.DeleteFunc(stateChain(t), func(d eventlog.Draft) bool { return d.Type == events.TypeStateCommitted })
+	commitments := 0
+	for i := 0; i < len(drafts); i += 5 {
+		if _, err := c.log.Append(context.Background(), drafts[i:min(i+5, len(drafts))]...); err != nil {
+			t.Fatal(err)
+		}
+		commitState(t, c.log, "")
+		commitments++
+	}
+	c.rebuild(t)
+	n, err := projections.CheckStateCommitments(context.Background(), c.log)
+	if err != nil || n != commitments {
+		t.Fatalf("checked %d of %d commitments: %v", n, commitments, err)
+	}
+
+	c.append(events.TypeIdentityUpdated, events.IdentityUpdated{AgentDID: did(1), PublicID: "ada", DisplayName: "Ada L."})
+	forged := statemap.HashValue([]byte("forged")).String()
+	seq := commitState(t, c.log, forged)
+	c.rebuild(t)
+	n, err = projections.CheckStateCommitments(context.Background(), c.log)
+	var m *projections.StateMismatch
+	if !errors.As(err, &m) || n != commitments || m.Seq != seq || m.Signed != forged || m.Derived == forged {
+		t.Fatalf("a forged root: checked %d, %v; want the commitment at seq %d named", n, err, seq)
+	}
+	v, err := c.log.DerivedView()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	if got, err := projections.StateTreeCommit(v); err != nil || got.CommitmentSeq >= seq {
+		t.Fatalf("the tree went past the forged commitment: %+v %v", got, err)
 	}
 }

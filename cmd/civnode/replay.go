@@ -84,6 +84,11 @@ func (c *replayCmd) run(ctx context.Context) (err error) {
 			fmt.Fprintf(tw, "  %s\t\n", e)
 		}
 	}
+	fmt.Fprintf(tw, "\nstate commitments recomputed\t%d\n", r.StateChecked)
+	if mm := r.StateMismatch; mm != nil {
+		fmt.Fprintf(tw, "first that differs\tseq %d, through seq %d\n  signed\t%s, %d entries\n  the events give\t%s, %d entries\n",
+			mm.Seq, mm.ThroughSeq, mm.Signed, mm.SignedEntries, mm.Derived, mm.DerivedEntries)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -91,5 +96,12 @@ func (c *replayCmd) run(ctx context.Context) (err error) {
 		logger.Warn("the kept read models differed from the chain; the rebuilt ones are live now",
 			logkey.Missing, diff.Missing, logkey.Extra, diff.Extra, logkey.Changed, diff.Changed)
 	}
-	return r.Record(ctx, chain)
+	if err := r.Record(ctx, chain); err != nil {
+		return err
+	}
+	if r.StateMismatch != nil {
+		fmt.Fprintf(m.Stdout, "invalid: %v\n", r.StateMismatch)
+		return &reportedError{r.StateMismatch}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package localnode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/civnode/civnode/eventlog"
@@ -19,6 +20,10 @@ type Replayed struct {
 	// entry), Figures the same in the order they are printed.
 	Models  map[string]any
 	Figures []projections.Figure
+	// StateChecked counts the state.committed events whose roots the
+	// rebuilt models gave again; StateMismatch is the first that differs.
+	StateChecked  int
+	StateMismatch *projections.StateMismatch
 }
 
 // Replay walks the whole chain of l verifying every event, counts its
@@ -52,6 +57,12 @@ func Replay(ctx context.Context, l *eventlog.Log, bars func(desc string, total i
 		return Replayed{}, fmt.Errorf("rebuild read models: %w", err)
 	}
 	r := Replayed{Verified: rep, Counts: counts, Diff: diff, Models: map[string]any{}}
+	// The rebuild dropped the state tree: every commitment is derived again
+	// from the events and checked against the root it signs.
+	r.StateChecked, err = projections.CheckStateCommitments(ctx, l)
+	if !errors.As(err, &r.StateMismatch) && err != nil {
+		return Replayed{}, fmt.Errorf("check the state commitments: %w", err)
+	}
 	for _, model := range projections.Models() {
 		fs, err := model.Summary(l)
 		if err != nil {
@@ -71,6 +82,7 @@ func (r Replayed) Record(ctx context.Context, l *eventlog.Log) error {
 	if _, err := l.Audit(ctx, "replay.completed", l.NodeDID(), map[string]any{
 		"event_count": r.Verified.Events, "chain_tip_hash": r.Verified.TipHash, "types": r.Counts, "models": r.Models,
 		"model_differences": map[string]uint64{"missing": d.Missing, "extra": d.Extra, "changed": d.Changed},
+		"state_commitments_checked": r.StateChecked, "state_commitment_differs": r.StateMismatch != nil,
 	}); err != nil {
 		return fmt.Errorf("audit replay.completed: %w", err)
 	}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
+	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
+	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/eventlog/events"
+)
+
+// waitStateCommitted waits until n's chain holds a state.committed through
+// the seq of its newest event before it, and returns how many it holds.
+func waitStateCommitted(t *testing.T, n *node) int {
+	t.Helper()
+	var body eventsBody
+	waitFor(t, "a state.committed of the newest change", func() (bool, string) {
+		var st stateBody
+		getJSON(t, n.url+"/v1/state", n.token, 200, &st)
+		getJSON(t, n.url+"/v1/events?type=state.committed&limit=1000", n.token, 200, &body)
+		if len(body.Events) == 0 {
+			return false, "none"
+		}
+		last := body.Events[len(body.Events)-1]
+		return last.Seq == st.Chain.Seq, string(last.Payload)
+	})
+	return len(body.Events)
+}
+
+// TestReplayChecksStateCommitments: civnode replay derives every root a
+// node committed to again from the chain, and names a commitment that signs
+// a root the events do not give.
+func TestReplayChecksStateCommitments(t *testing.T) {
+	dir := t.TempDir()
+	n := startNodeArgs(t, dir, "--state-interval", "100ms")
+	postOK(t, n.url, n.token, "/v1/civilization/bootstrap-identity", `{"display_name":"Ada Lovelace","public_id":"ada"}`)
+	waitStateCommitted(t, n)
+	postOK(t, n.url, n.token, "/v1/civilization/bootstrap-identity", `{"display_name":"Bob","public_id":"bob"}`)
+	committed := waitStateCommitted(t, n)
+	n.stop(t)
+
+	r := runCLI(t, nil, "replay", "--data-dir", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "state commitments recomputed") {
+		t.Fatalf("replay: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "state commitments recomputed  "+strconv.Itoa(committed)) {
+		t.Errorf("replay recomputed other than the %d commitments:\n%s", committed, r.stdout)
+	}
+
+	// The node's key signs a root of another state.
+	c, err := localnode.OpenExisting(context.Background(), datadir.Dir(dir), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tip := c.Log.Tip().Seq
+	forged := "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+	if _, err := c.Log.Append(context.Background(), eventlog.Draft{Type: events.TypeStateCommitted,
+		Payload: events.StateCommitted{ThroughSeq: tip, StateRoot: forged, Entries: 4}}); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	r = runCLI(t, nil, "replay", "--data-dir", dir)
+	if r.code != 1 || !strings.Contains(r.stdout, "invalid: state.committed at seq "+strconv.FormatUint(tip+1, 10)+" signs root "+forged) {
+		t.Fatalf("replay of a forged commitment: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
