@@ -81,7 +81,7 @@ func (r Replayed) Record(ctx context.Context, l *eventlog.Log) error {
 	d := r.Diff
 	if _, err := l.Audit(ctx, "replay.completed", l.NodeDID(), map[string]any{
 		"event_count": r.Verified.Events, "chain_tip_hash": r.Verified.TipHash, "types": r.Counts, "models": r.Models,
-		"model_differences": map[string]uint64{"missing": d.Missing, "extra": d.Extra, "changed": d.Changed},
+		"model_differences":         map[string]uint64{"missing": d.Missing, "extra": d.Extra, "changed": d.Changed},
 		"state_commitments_checked": r.StateChecked, "state_commitment_differs": r.StateMismatch != nil,
 	}); err != nil {
 		return fmt.Errorf("audit replay.completed: %w", err)
