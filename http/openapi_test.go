@@ -753,6 +753,22 @@ func walkAPI(t *testing.T, n *wiredNode, visit func(op, request string, r respon
 			return step{op: "GET /v1/core/missions/{mission_id}", path: "/v1/core/missions/01a200a0-0000-7000-8000-000000000000", token: testToken, status: 404}
 		},
 		func() step {
+			return step{op: "GET /v1/state/proof", path: "/v1/state/proof?key=mission%2F" + missionID, token: testToken, status: 503}
+		},
+		func() step {
+			return step{op: "GET /v1/state/proof", path: "/v1/state/proof?key=missions%2F" + missionID, token: testToken, status: 400}
+		},
+		func() step {
+			commitState(t, n.log) // what the node's state committer does a second after a change
+			return step{op: "GET /v1/state/proof", path: "/v1/state/proof?key=mission%2F" + missionID, token: n.agentToken, status: 200}
+		},
+		func() step {
+			return step{op: "GET /v1/state/proof", path: "/v1/state/proof?key=identity%2F" + ada(), token: testToken, status: 200}
+		},
+		func() step {
+			return step{op: "GET /v1/state/proof", path: "/v1/state/proof?key=mission%2F01a200a0-0000-7000-8000-000000000000", token: testToken, status: 200}
+		},
+		func() step {
 			return step{op: "GET /v1/core/missions", path: "/v1/core/missions?state=created&limit=2", token: n.agentToken, status: 200}
 		},
 		func() step {

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/eventlog/events"
 	"github.com/civnode/civnode/projections"
 	"github.com/civnode/civnode/statemap"
 )
@@ -141,11 +142,18 @@ func (s *Server) proveState(key string) (*stateProofResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	commitment, err := s.stateCommitment(c.CommitmentSeq)
+	commitment, signed, err := s.stateCommitment(c.CommitmentSeq)
 	if err != nil {
 		return nil, err
 	}
-	return &stateProofResponse{Key: key, Value: value, ThroughSeq: c.ThroughSeq, StateRoot: c.Root,
+	// The answer's root is the event's: a round that found the root
+	// unchanged keeps the commitment signed before and moves the tree's
+	// ThroughSeq past the payload's, which a verifier compares with.
+	if signed.StateRoot != c.Root.String() || signed.Entries != c.Entries || signed.ThroughSeq > c.ThroughSeq {
+		return nil, fmt.Errorf("the state tree (root %s, %d entries, through %d) is not the one %s at seq %d signs (%+v)",
+			c.Root, c.Entries, c.ThroughSeq, events.TypeStateCommitted, c.CommitmentSeq, signed)
+	}
+	return &stateProofResponse{Key: key, Value: value, ThroughSeq: signed.ThroughSeq, StateRoot: c.Root,
 		Entries: c.Entries, Proof: proof, Commitment: *commitment}, nil
 }
 
@@ -153,32 +161,39 @@ func (s *Server) proveState(key string) (*stateProofResponse, error) {
 // against: the newest witnessed one where the node has witnesses, else the
 // node's newest. It checks what it assembles, as civnode transparency prove
 // does: an answer that does not verify is the node's fault, never sent.
-func (s *Server) stateCommitment(seq uint64) (*stateCommitment, error) {
-	signed, head, err := s.commitmentCheckpoint(seq)
+func (s *Server) stateCommitment(seq uint64) (*stateCommitment, events.StateCommitted, error) {
+	var p events.StateCommitted
+	note, head, err := s.commitmentCheckpoint(seq)
 	if err != nil {
-		return nil, err
+		return nil, p, err
 	}
 	ev, err := s.log.Event(seq)
 	if err != nil {
-		return nil, err
+		return nil, p, err
+	}
+	if ev.Type != events.TypeStateCommitted {
+		return nil, p, fmt.Errorf("the state tree's commitment at seq %d is a %s event", seq, ev.Type)
+	}
+	if err := json.Unmarshal(ev.Payload, &p); err != nil {
+		return nil, p, fmt.Errorf("%s at seq %d: %w", events.TypeStateCommitted, seq, err)
 	}
 	proof, err := s.log.ProveInclusion(seq, head.Size)
 	if err != nil {
-		return nil, err
+		return nil, p, err
 	}
 	leaf, err := s.log.LeafHash(seq)
 	if err != nil {
-		return nil, err
+		return nil, p, err
 	}
 	if err := tlog.CheckRecord(proof, head.Size, head.Root, int64(seq)-1, leaf); err != nil {
-		return nil, fmt.Errorf("the inclusion proof of state.committed at seq %d does not lead to the checkpoint's root: %w", seq, err)
+		return nil, p, fmt.Errorf("the inclusion proof of %s at seq %d does not lead to the checkpoint's root: %w", events.TypeStateCommitted, seq, err)
 	}
 	if proof == nil {
 		proof = []tlog.Hash{} // a tree of one event: [], not null
 	}
-	return &stateCommitment{Checkpoint: signed, VerifierKey: s.log.VerifierKey(), Seq: seq, EventID: ev.ID,
+	return &stateCommitment{Checkpoint: note, VerifierKey: s.log.VerifierKey(), Seq: seq, EventID: ev.ID,
 		LeafIndex: int64(seq) - 1, LeafHash: leaf, TreeSize: head.Size, RootHash: head.Root, Proof: proof,
-		Event: ev.Raw()}, nil
+		Event: ev.Raw()}, p, nil
 }
 
 // commitmentCheckpoint is the signed checkpoint to prove the event at seq

@@ -24,16 +24,32 @@ import (
 
 // commitState does what the node's state committer does in one round
 // (cmd/civnode/internal/localnode/statecommit.go), which the test server
-// does not run: it brings the state tree up to the durable tip, appends
-// state.committed with its root, and writes the tree as signed by it. It
-// returns the commitment's seq.
+// does not run: it brings the state tree up to the durable tip and, when
+// its root changed, appends state.committed with the root and writes the
+// tree as signed by it; when it did not, it writes the tree through the tip
+// as signed by the commitment before. It returns the commitment's seq.
 func commitState(t *testing.T, l *eventlog.Log) uint64 {
 	t.Helper()
+	v, err := l.DerivedView()
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := projections.StateTreeCommit(v)
+	v.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
 	r, err := projections.PrepareState(l, l.Tip().Seq)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	if last.CommitmentSeq != 0 && r.Root == last.Root && r.Entries == last.Entries {
+		if err := r.Commit(last.CommitmentSeq); err != nil {
+			t.Fatal(err)
+		}
+		return last.CommitmentSeq
+	}
 	evs, err := l.Append(t.Context(), eventlog.Draft{Type: events.TypeStateCommitted, Payload: events.StateCommitted{
 		ThroughSeq: r.ThroughSeq, StateRoot: r.Root.String(), Entries: r.Entries}})
 	if err != nil {
@@ -267,6 +283,34 @@ func TestStateProofMembership(t *testing.T) {
 	if err := statemap.Verify(b.StateRoot, mission, b.value(), b.Proof); err != nil {
 		t.Errorf("the older proof no longer verifies against its own root: %v", err)
 	}
+}
+
+// TestStateProofUnchangedRound: a round that finds the root unchanged
+// moves the tree past the events that changed nothing and keeps the
+// commitment signed before; the answer's through_seq stays the one that
+// commitment's payload signs, which a verifier compares with.
+func TestStateProofUnchangedRound(t *testing.T) {
+	w := newMissionWorld(t)
+	seq := commitState(t, w.log)
+	w.appendEvents("test.event", "test.event")
+	if again := commitState(t, w.log); again != seq {
+		t.Fatalf("a round that changed nothing appended a commitment at %d", again)
+	}
+	v, err := w.log.DerivedView()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := projections.StateTreeCommit(v)
+	v.Close()
+	if err != nil || c.ThroughSeq != w.log.Tip().Seq || c.CommitmentSeq != seq {
+		t.Fatalf("the tree's commit %+v (%v), want through the tip %d signed at %d", c, err, w.log.Tip().Seq, seq)
+	}
+	key := "identity/" + w.dids["pub"]
+	a, _ := stateProof(t, w.testNode, key, testToken)
+	if a.ThroughSeq != seq-1 || a.Commitment.Seq != seq {
+		t.Errorf("through_seq %d signed at %d, want %d at %d", a.ThroughSeq, a.Commitment.Seq, seq-1, seq)
+	}
+	verifyStateProof(t, w.civNode, key, a)
 }
 
 // mustMember is one member of a JSON object, raw.
