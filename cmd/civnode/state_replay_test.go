@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"github.com/civnode/civnode/cmd/civnode/internal/datadir"
 	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/eventlog/eventlogtest"
 	"github.com/civnode/civnode/eventlog/events"
 )
 
@@ -50,6 +52,10 @@ func TestReplayChecksStateCommitments(t *testing.T) {
 	if !strings.Contains(r.stdout, "state commitments recomputed  "+strconv.Itoa(committed)) {
 		t.Errorf("replay recomputed other than the %d commitments:\n%s", committed, r.stdout)
 	}
+	r = runCLI(t, nil, "verify", "--data-dir", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, ", "+strconv.Itoa(committed)+" state commitments derived again and equal") {
+		t.Fatalf("verify: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 
 	// The node's key signs a root of another state.
 	c, err := localnode.OpenExisting(context.Background(), datadir.Dir(dir), slog.New(slog.DiscardHandler))
@@ -63,8 +69,45 @@ func TestReplayChecksStateCommitments(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	r = runCLI(t, nil, "replay", "--data-dir", dir)
-	if r.code != 1 || !strings.Contains(r.stdout, "invalid: state.committed at seq "+strconv.FormatUint(tip+1, 10)+" signs root "+forged) {
-		t.Fatalf("replay of a forged commitment: %d\n%s%s", r.code, r.stdout, r.stderr)
+	for _, cmd := range []string{"verify", "replay"} {
+		r = runCLI(t, nil, cmd, "--data-dir", dir)
+		if r.code != 1 || !strings.Contains(r.stdout, "invalid: state.committed at seq "+strconv.FormatUint(tip+1, 10)+" signs root "+forged) {
+			t.Fatalf("%s of a forged commitment: %d\n%s%s", cmd, r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+// TestTamperedModelIsCaught: a read model changed on disk (a mission's
+// title) goes into the next root the node signs, since the node commits to
+// what its models hold; civnode replay and civnode verify --data-dir, which
+// derive the state from the chain alone, name that commitment.
+func TestTamperedModelIsCaught(t *testing.T) {
+	dir := t.TempDir()
+	n := startNodeArgs(t, dir, "--state-interval", "100ms")
+	s := newSurvey(t, n.url, n.token)
+	id := s.publish("Survey the belt")
+	s.claim(id)
+	waitStateCommitted(t, n)
+	n.stop(t)
+
+	edited, err := eventlogtest.EditModels(datadir.Dir(dir).DBPath(), func(_, v []byte) []byte {
+		if !bytes.Contains(v, []byte("Survey the belt")) {
+			return nil
+		}
+		return bytes.ReplaceAll(v, []byte("Survey the belt"), []byte("Survey the moon"))
+	})
+	if err != nil || edited == 0 {
+		t.Fatalf("edited %d model values: %v", edited, err)
+	}
+	n = startNodeArgs(t, dir, "--state-interval", "100ms")
+	(&survey{t: t, url: n.url, token: n.token}).complete(id, "done")
+	waitStateCommitted(t, n)
+	n.stop(t)
+
+	for _, args := range [][]string{{"verify", "--data-dir", dir}, {"replay", "--data-dir", dir}} {
+		r := runCLI(t, nil, args...)
+		if r.code != 1 || !strings.Contains(r.stdout, "invalid: state.committed at seq ") {
+			t.Errorf("%s over a node that committed to a tampered model: %d\n%s%s", args[0], r.code, r.stdout, r.stderr)
+		}
 	}
 }

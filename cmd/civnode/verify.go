@@ -14,6 +14,7 @@ import (
 	"github.com/civnode/civnode/cmd/civnode/internal/localnode"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/internal/logkey"
+	"github.com/civnode/civnode/projections"
 )
 
 // verifyCmd is civnode verify: an export bundle, or a stopped node's chain
@@ -110,10 +111,26 @@ func (c *verifyCmd) store(ctx context.Context, logger *slog.Logger) (err error) 
 		return m.invalid(err)
 	}
 	mirrored := ""
+	stateProgress, done := m.progress("state", int64(chain.Tip().Seq))
+	states, err := localnode.CheckStateOfChain(ctx, chain, string(dir), logger, stateProgress)
+	done()
+	var mismatch *projections.StateMismatch
+	if errors.As(err, &mismatch) {
+		fmt.Fprintf(m.Stdout, "invalid: %v\n", mismatch)
+		return &reportedError{mismatch}
+	}
+	if err != nil {
+		return err
+	}
+	if states > 0 {
+		mirrored += fmt.Sprintf(", %d state commitments derived again and equal", states)
+	}
 	if chain.ReadOnly() {
-		if mirrored, err = checkMirrorCheckpoint(chain); err != nil {
+		checked, err := checkMirrorCheckpoint(chain)
+		if err != nil {
 			return err
 		}
+		mirrored = checked + mirrored
 	}
 	// civnode doctor starts its check of the chain here next time. The chain
 	// is valid whether or not the note is kept, so a failure to keep it is a
