@@ -1,15 +1,22 @@
 package transparency
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/eventlog/events"
+	"github.com/civnode/civnode/internal/testtool"
 	"github.com/civnode/civnode/statemap"
 )
 
@@ -157,13 +164,50 @@ func TestVerifyStateProof(t *testing.T) {
 	_, wkey, _ := ed25519.GenerateKey(nil)
 	_, wvkey := cosign(t, f.l, wkey)
 
-	refused := []struct {
-		name   string
-		answer func() []byte
-		opts   StateVerifyOptions
-		is     error
-		says   string
-	}{
+	refused := refusedStateAnswers(t, f, other, wvkey)
+	for _, tc := range refused {
+		_, err := VerifyStateProof(tc.answer(), tc.opts)
+		if err == nil || !errors.Is(err, ErrBadStateProof) || !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: %v; want %v saying %q", tc.name, err, tc.is, tc.says)
+		}
+	}
+
+	// The same answer with the witness's cosignature on its checkpoint
+	// passes the quorum, and says how many cosigned.
+	a = f.answer(adaKey)
+	c := commitment(t, a)
+	cosigned, _ := cosign(t, f.l, wkey)
+	c["checkpoint"] = string(cosigned)
+	a["commitment"] = json.RawMessage(encode(t, c))
+	v, err := VerifyStateProof(encode(t, a), StateVerifyOptions{VerifierKey: vkey, Witnesses: []string{wvkey}, Quorum: 1})
+	if err != nil || v.Cosigned != 1 || v.Witnesses != 1 {
+		t.Errorf("witnessed: %+v, %v", v, err)
+	}
+
+	// A key that is not a node's is the caller's mistake, not a refusal.
+	if _, err := VerifyStateProof(encode(t, f.answer(adaKey)), StateVerifyOptions{VerifierKey: wvkey}); err == nil || errors.Is(err, ErrBadStateProof) {
+		t.Errorf("a witness key as the node's: %v", err)
+	}
+}
+
+// refusedStateAnswer is an answer a verifier must refuse, with the options
+// it is checked with, the error it is refused with and what that says.
+type refusedStateAnswer struct {
+	name   string
+	answer func() []byte
+	opts   StateVerifyOptions
+	is     error
+	says   string
+}
+
+// refusedStateAnswers are answers of f changed in each thing a verifier
+// checks; other is another node's fixture, wvkey a witness that cosigned
+// nothing.
+func refusedStateAnswers(t *testing.T, f, other *stateFixture, wvkey string) []refusedStateAnswer {
+	t.Helper()
+	vkey := f.l.VerifierKey()
+	opts := StateVerifyOptions{VerifierKey: vkey}
+	return []refusedStateAnswer{
 		{"a changed value", func() []byte {
 			a := f.answer(adaKey)
 			a["value"] = json.RawMessage(strings.Replace(f.values[adaKey], `"credit":7`, `"credit":8`, 1))
@@ -269,29 +313,6 @@ func TestVerifyStateProof(t *testing.T) {
 			return encode(t, a)
 		}, opts, ErrBadStateProof, ""},
 	}
-	for _, tc := range refused {
-		_, err := VerifyStateProof(tc.answer(), tc.opts)
-		if err == nil || !errors.Is(err, ErrBadStateProof) || !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.says) {
-			t.Errorf("%s: %v; want %v saying %q", tc.name, err, tc.is, tc.says)
-		}
-	}
-
-	// The same answer with the witness's cosignature on its checkpoint
-	// passes the quorum, and says how many cosigned.
-	a = f.answer(adaKey)
-	c := commitment(t, a)
-	cosigned, _ := cosign(t, f.l, wkey)
-	c["checkpoint"] = string(cosigned)
-	a["commitment"] = json.RawMessage(encode(t, c))
-	v, err := VerifyStateProof(encode(t, a), StateVerifyOptions{VerifierKey: vkey, Witnesses: []string{wvkey}, Quorum: 1})
-	if err != nil || v.Cosigned != 1 || v.Witnesses != 1 {
-		t.Errorf("witnessed: %+v, %v", v, err)
-	}
-
-	// A key that is not a node's is the caller's mistake, not a refusal.
-	if _, err := VerifyStateProof(encode(t, f.answer(adaKey)), StateVerifyOptions{VerifierKey: wvkey}); err == nil || errors.Is(err, ErrBadStateProof) {
-		t.Errorf("a witness key as the node's: %v", err)
-	}
 }
 
 // TestCanonicalValue: a value of any JSON kind is canonicalised as RFC 8785
@@ -316,6 +337,101 @@ func TestCanonicalValue(t *testing.T) {
 	for _, in := range []string{`1,"a":2`, `1}`, ``, `{"a":1`} {
 		if got, err := canonicalValue(json.RawMessage(in)); err == nil {
 			t.Errorf("canonicalValue(%q) = %q, want an error", in, got)
+		}
+	}
+}
+
+// jsStateVerifier is the state proof verifier written apart from this
+// package, in JavaScript with Node's crypto alone, for verifiers to copy.
+const jsStateVerifier = "../docs/examples/verify-state-proof.mjs"
+
+// runJSStateVerifier runs the JavaScript verifier on answer with opts and
+// returns its output and exit code.
+func runJSStateVerifier(t *testing.T, node string, answer []byte, opts StateVerifyOptions) (string, int) {
+	t.Helper()
+	// Reading the scripts makes them inputs of this test for go test's
+	// cache, which does not see what node reads.
+	for _, script := range []string{jsStateVerifier, "../docs/examples/check-inclusion.mjs"} {
+		if _, err := os.ReadFile(script); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{jsStateVerifier, "-", opts.VerifierKey}
+	for _, w := range opts.Witnesses {
+		args = append(args, "--witness", w)
+	}
+	if opts.Quorum > 0 {
+		args = append(args, "--quorum", strconv.Itoa(opts.Quorum))
+	}
+	if opts.Key != "" {
+		args = append(args, "--key", opts.Key)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, args...)
+	cmd.Stdin = bytes.NewReader(answer)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return string(out), 0
+	case errors.As(err, &exit):
+		return string(out), exit.ExitCode()
+	}
+	t.Fatalf("run %s: %v", jsStateVerifier, err)
+	return "", 0
+}
+
+// TestJSVerifyStateAnswer: the JavaScript verifier accepts what
+// VerifyStateProof accepts, with the same ok line as civnode state verify
+// prints, and refuses, with exit 1 and an invalid: line, every answer that
+// VerifyStateProof refuses.
+func TestJSVerifyStateAnswer(t *testing.T) {
+	node := testtool.Need(t, "node", "install Node.js 20 or later")
+	_, key, _ := ed25519.GenerateKey(nil)
+	f := newStateFixture(t, key)
+	_, otherKey, _ := ed25519.GenerateKey(nil)
+	other := newStateFixture(t, otherKey)
+	_, wkey, _ := ed25519.GenerateKey(nil)
+	_, wvkey := cosign(t, f.l, wkey)
+	opts := StateVerifyOptions{VerifierKey: f.l.VerifierKey()}
+
+	witnessed := f.answer(adaKey)
+	c := commitment(t, witnessed)
+	cosigned, _ := cosign(t, f.l, wkey)
+	c["checkpoint"] = string(cosigned)
+	witnessed["commitment"] = json.RawMessage(encode(t, c))
+	respelt := f.answer(adaKey)
+	respelt["value"] = json.RawMessage(`{"stats":{"reputation":1,"credit":7.0},"display_name":"Ada","agent_did":"did:key:z6MkAda"}`)
+	for _, tc := range []struct {
+		name   string
+		answer []byte
+		opts   StateVerifyOptions
+		says   string
+	}{
+		{"a record", encode(t, f.answer(adaKey)), opts, "ok: " + adaKey + " = " + f.values[adaKey][:59] + "… through seq "},
+		{"a treasury", encode(t, f.answer("treasury/genesis")), opts, "ok: treasury/genesis = 42 through seq "},
+		{"an absence", encode(t, f.answer("mission/none")), opts, "ok: mission/none = absent through seq "},
+		{"a record re-spelt", encode(t, respelt), StateVerifyOptions{VerifierKey: opts.VerifierKey, Key: adaKey}, "ok: " + adaKey},
+		{"a witnessed checkpoint", encode(t, witnessed), StateVerifyOptions{VerifierKey: opts.VerifierKey, Witnesses: []string{wvkey}, Quorum: 1}, ", witnessed by 1 of 1\n"},
+	} {
+		v, err := VerifyStateProof(tc.answer, tc.opts)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		want := fmt.Sprintf("through seq %d, root %s, in the tree of %d events signed by %s", v.ThroughSeq, v.StateRoot, v.TreeSize, v.Origin)
+		out, code := runJSStateVerifier(t, node, tc.answer, tc.opts)
+		if code != 0 || !strings.HasPrefix(out, "ok: ") || !strings.Contains(out, tc.says) || !strings.Contains(out, want) {
+			t.Errorf("%s: exit %d, %q; want %q and %q", tc.name, code, out, tc.says, want)
+		}
+	}
+	for _, tc := range refusedStateAnswers(t, f, other, wvkey) {
+		answer := tc.answer()
+		if _, err := VerifyStateProof(answer, tc.opts); err == nil {
+			t.Fatalf("%s: VerifyStateProof accepts it", tc.name)
+		}
+		if out, code := runJSStateVerifier(t, node, answer, tc.opts); code != 1 || !strings.HasPrefix(out, "invalid: ") || strings.Count(out, "\n") != 1 {
+			t.Errorf("%s: exit %d, %q; want 1 and one invalid: line", tc.name, code, out)
 		}
 	}
 }

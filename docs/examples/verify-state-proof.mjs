@@ -1,6 +1,20 @@
 // verify-state-proof.mjs — check a state proof, that a node's state map holds
-// one record (or none) under a state root, with nothing but SHA-256,
-// independently of civnode's own code (docs/state-proofs.md).
+// one record (or none) under a state root the node signed, with nothing but
+// SHA-256, Ed25519 and JCS (RFC 8785), independently of civnode's own code
+// (docs/state-proofs.md).
+//
+//   civnode state prove identity/did:key:z6Mk… --out proof.json
+//   node verify-state-proof.mjs proof.json "$VKEY" [--witness "$WVKEY" … --quorum K] [--key KEY]
+//
+// checks a whole answer of GET /v1/state/proof ("-" reads standard input):
+// the record, re-canonicalised with JCS, against the state root; the
+// commitment, a state.committed event whose payload {through_seq, state_root,
+// entries} is the answer's, signed by the node of VKEY and included in a
+// checkpoint VKEY signed (the checks of check-inclusion.mjs, which this
+// imports); with --witness, K (default 1) of those witnesses' cosignatures on
+// the checkpoint; with --key, that the answer is of that key. VKEY is the
+// node's note verifier key as you trust it, never the one in the file. Exit 0
+// and "ok: …", or exit 1 and "invalid: …".
 //
 //   node verify-state-proof.mjs --vectors statemap/testdata/vectors.json
 //
@@ -12,22 +26,22 @@
 //
 // As a module:
 //
-//   import { verifyStateProof } from "./verify-state-proof.mjs";
+//   import { verifyStateProof, verifyStateAnswer } from "./verify-state-proof.mjs";
 //   verifyStateProof({ root, key, value, proof });
+//   verifyStateAnswer(answer, { verifierKey, witnessKeys, quorum, key });
 //
-// root is the state root in base64, key the record's key "<kind>/<id>", value
-// the record's bytes (its RFC 8785 JCS text, as a string or bytes) or null
-// for absence, and proof {siblings, key_hash?, value_hash?}. It returns what
-// the proof showed, or throws a StateProofError that says why not.
-//
-// This checks the tree part only: that the record folds to the root. Whether
-// the root is one the node signed (its commitment event, that event's
-// signature and inclusion in a checkpoint, the checkpoint's signatures) is a
-// further check, the one check-inclusion.mjs makes of any event; this node
-// version does not commit state roots yet.
+// verifyStateProof checks the tree part only: root is the state root in
+// base64, key the record's key "<kind>/<id>", value the record's bytes (its
+// RFC 8785 JCS text, as a string or bytes) or null for absence, and proof
+// {siblings, key_hash?, value_hash?}. It returns what the proof showed, or
+// throws a StateProofError that says why not. verifyStateAnswer checks a
+// whole answer, parsed, as the command line does, and returns what it showed
+// or throws a StateProofError or an InclusionError.
 import { createHash } from "node:crypto";
 import { readFileSync, realpathSync } from "node:fs";
 import { pathToFileURL } from "node:url";
+
+import { checkInclusion, InclusionError, jcs } from "./check-inclusion.mjs";
 
 // DEPTH is the tree's depth: one level per bit of a key hash.
 export const DEPTH = 256;
@@ -198,19 +212,100 @@ function runVectors(file) {
   return 0;
 }
 
+// The members of an answer of GET /v1/state/proof; key_hash and value_hash
+// only for an absence that ends at another entry.
+const ANSWER_MEMBERS = ["key", "value", "through_seq", "state_root", "entries", "siblings", "key_hash", "value_hash", "commitment"];
+const REQUIRED_MEMBERS = ["key", "value", "through_seq", "state_root", "entries", "siblings", "commitment"];
+
+// verifyStateAnswer checks a whole answer of GET /v1/state/proof, parsed:
+// the commitment (checkInclusion with the trusted verifierKey and
+// witnesses), that its event is a state.committed whose payload is the
+// answer's root, entries and through_seq, and the record against the root.
+// It returns {key, value (the JCS text, or null), throughSeq, root, entries,
+// seq, size, name, cosigned}.
+export function verifyStateAnswer(a, { verifierKey, witnessKeys = [], quorum = 1, key } = {}) {
+  if (typeof verifierKey !== "string") throw new TypeError("verifierKey must be the node's verifier key as you trust it");
+  if (a === null || typeof a !== "object" || Array.isArray(a)) malformed("the answer is not an object");
+  for (const m of Object.keys(a)) if (!ANSWER_MEMBERS.includes(m)) malformed(`the answer has a member ${JSON.stringify(m)} the format does not`);
+  for (const m of REQUIRED_MEMBERS) if (!(m in a)) malformed(`the answer has no ${m}`);
+  if (typeof a.key !== "string") malformed("key is not a string");
+  if (key !== undefined && a.key !== key) throw new StateProofError("mismatch", `the answer is of ${a.key}, not ${key}`);
+
+  // The commitment: signed by the trusted key, in a checkpoint it signed.
+  if (a.commitment === null || typeof a.commitment !== "object" || typeof a.commitment.checkpoint !== "string" || typeof a.commitment.event !== "object")
+    malformed("the commitment is not a proof of an event in a checkpoint");
+  const c = checkInclusion(a.commitment, { verifierKey, witnessKeys, quorum });
+  const ev = a.commitment.event;
+  if (ev.type !== "state.committed") throw new StateProofError("mismatch", `the commitment event ${c.seq} is a ${ev.type}, not a state.committed`);
+  const pl = ev.payload ?? {};
+  const plMembers = Object.keys(pl).sort().join(",");
+  if (plMembers !== "entries,state_root,through_seq") malformed(`the payload of state.committed ${c.seq} has the members ${plMembers}`);
+  if (pl.through_seq !== a.through_seq || pl.state_root !== a.state_root || pl.entries !== a.entries)
+    throw new StateProofError(
+      "mismatch",
+      `the answer's through_seq ${a.through_seq}, state_root ${a.state_root}, entries ${a.entries} are not those state.committed ${c.seq} signs: ${pl.through_seq}, ${pl.state_root}, ${pl.entries}`,
+    );
+  if (!Number.isSafeInteger(a.through_seq) || a.through_seq < 0 || a.through_seq >= c.seq)
+    throw new StateProofError("mismatch", `state.committed ${c.seq} commits to the state through seq ${a.through_seq}, not before it`);
+
+  // The record: its JCS text is what the tree hashes.
+  const value = a.value === null ? null : jcs(a.value);
+  const proof = { siblings: a.siblings };
+  if ("key_hash" in a) proof.key_hash = a.key_hash;
+  if ("value_hash" in a) proof.value_hash = a.value_hash;
+  verifyStateProof({ root: a.state_root, key: a.key, value, proof });
+  return { key: a.key, value, throughSeq: a.through_seq, root: a.state_root, entries: a.entries, seq: c.seq, size: c.size, name: c.name, cosigned: c.cosigned };
+}
+
+// short is a record's JCS text cut to 60 characters, or "absent".
+function short(value) {
+  if (value === null) return "absent";
+  const chars = [...value];
+  return chars.length <= 60 ? value : chars.slice(0, 59).join("") + "…";
+}
+
+// runAnswer checks the answer in file as verifyStateAnswer does and prints
+// one line.
+function runAnswer(file, opts) {
+  try {
+    const a = JSON.parse(readFileSync(file === "-" ? 0 : file, "utf8"));
+    const v = verifyStateAnswer(a, opts);
+    const witnessed = opts.witnessKeys.length > 0 ? `, witnessed by ${v.cosigned} of ${opts.witnessKeys.length}` : "";
+    console.log(`ok: ${v.key} = ${short(v.value)} through seq ${v.throughSeq}, root ${v.root}, in the tree of ${v.size} events signed by ${v.name}${witnessed}`);
+    return 0;
+  } catch (e) {
+    if (!(e instanceof StateProofError || e instanceof InclusionError || e instanceof SyntaxError)) throw e;
+    console.log(`invalid: ${e.message}`);
+    return 1;
+  }
+}
+
 function main(args) {
   const usage = () => {
-    console.error("usage: node verify-state-proof.mjs --vectors FILE");
+    console.error("usage: node verify-state-proof.mjs FILE VKEY [--witness WVKEY …] [--quorum K] [--key KEY]\n       node verify-state-proof.mjs --vectors FILE");
     return 2;
   };
   let vectors;
+  const positional = [];
+  const witnessKeys = [];
+  let quorum = 1;
+  let key;
   while (args.length > 0) {
     const a = args.shift();
     if (a === "--vectors" && args.length > 0) vectors = args.shift();
-    else return usage();
+    else if (a === "--witness" && args.length > 0) witnessKeys.push(args.shift());
+    else if (a === "--quorum" && args.length > 0) quorum = Number(args.shift());
+    else if (a === "--key" && args.length > 0) key = args.shift();
+    else if (a.startsWith("--")) return usage();
+    else positional.push(a);
   }
-  if (vectors === undefined) return usage();
-  return runVectors(vectors);
+  if (vectors !== undefined) return positional.length === 0 && witnessKeys.length === 0 && key === undefined ? runVectors(vectors) : usage();
+  if (positional.length !== 2) return usage();
+  if (!Number.isInteger(quorum) || quorum < 1 || quorum > Math.max(witnessKeys.length, 1)) {
+    console.error("--quorum must be from 1 to the number of --witness keys");
+    return 2;
+  }
+  return runAnswer(positional[0], { verifierKey: positional[1], witnessKeys, quorum, key });
 }
 
 // Run as a program, not when imported.
