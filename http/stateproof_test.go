@@ -2,24 +2,31 @@ package http
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/eventlog/events"
 	"github.com/civnode/civnode/projections"
 	"github.com/civnode/civnode/statemap"
+	"github.com/civnode/civnode/witness"
 )
 
 // commitState does what the node's state committer does in one round
@@ -361,4 +368,100 @@ func TestStateProofRefusals(t *testing.T) {
 		t.Errorf("observer token: %d %s, want 403", r.status, r.body)
 	}
 	w.request(http.MethodGet, path, w.tokens["rover"], nil).wantOK(t, nil)
+}
+
+// TestStateProofWitnessed: with witnesses, the commitment is proved in the
+// newest witnessed checkpoint, cosignatures included, never in a newer
+// checkpoint of the node's own; while no witnessed checkpoint covers the
+// commitment the answer is 503 state_not_committed.
+func TestStateProofWitnessed(t *testing.T) {
+	key := ed25519.NewKeyFromSeed(testSeed)
+	c, err := core.Open(eventlog.Options{InMemory: true, Key: key, Logger: discardLogger()}, core.Config{Governs: []string{"genesis"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+
+	// A witness of the node's log, over HTTP, and the node's submitter to it.
+	wkey, err := witness.DeriveKey(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wit, err := witness.New(witness.Options{Key: wkey, Name: "witness.example/state-proof", Logs: []string{c.Log.VerifierKey()},
+		StatePath: filepath.Join(t.TempDir(), "witness.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		cs, err := wit.AddCheckpoint(body)
+		if err != nil {
+			http.Error(rw, err.Error(), http.StatusBadRequest)
+			return
+		}
+		io.WriteString(rw, cs.Line)
+	}))
+	t.Cleanup(ws.Close)
+	remote, err := witness.ParseRemote(wit.VerifierKey() + "@" + ws.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := witness.NewSubmitter(witness.SubmitterOptions{Log: c.Log, Witnesses: []witness.Remote{remote}, Quorum: 1,
+		StatePath: filepath.Join(t.TempDir(), "cosignatures.json"), Interval: 20 * time.Millisecond, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(wired(Options{OwnerToken: testToken, Logger: discardLogger(), Governs: []string{"genesis"}, Witnesses: sub}, c))
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	n := &civNode{core: c, key: key, read: c.Identities, mread: c.Missions, gread: c.GameState,
+		cmd: c.Identity, mcmd: c.Mission, gcmd: c.Game, tokens: c.Tokens,
+		testNode: &testNode{t: t, log: c.Log, srv: s, url: hs.URL}}
+	did, _ := n.bootstrap(map[string]any{"display_name": "Ada", "public_id": "ada"})
+	seq := commitState(t, c.Log)
+
+	// The submitter has not run: nothing is witnessed.
+	k := "identity/" + did
+	r := n.get("/v1/state/proof?key=" + url.QueryEscape(k))
+	r.wantError(t, http.StatusServiceUnavailable, codeStateNotCommitted, "")
+	if ra := r.header.Get("Retry-After"); ra != "1" {
+		t.Errorf("Retry-After %q, want 1", ra)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); sub.Run(ctx) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for wc := sub.Witnessed(); wc == nil || wc.TreeSize < int64(seq); wc = sub.Witnessed() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no witnessed checkpoint covers seq %d: %+v", seq, sub.Statuses())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	wc := sub.Witnessed()
+	// The node's own checkpoint moves past the witnessed one.
+	n.appendEvents("test.event")
+
+	a, _ := stateProof(t, n.testNode, k, testToken)
+	verifyStateProof(t, n, k, a)
+	if a.Commitment.Checkpoint != wc.Checkpoint || a.Commitment.TreeSize != wc.TreeSize {
+		t.Errorf("checkpoint of %d events %q, want the witnessed one of %d %q", a.Commitment.TreeSize, a.Commitment.Checkpoint, wc.TreeSize, wc.Checkpoint)
+	}
+	if a.Commitment.TreeSize >= c.Log.TreeSize() {
+		t.Errorf("tree_size %d: the witnessed checkpoint should be behind the node's %d", a.Commitment.TreeSize, c.Log.TreeSize())
+	}
+	nv, err := note.NewVerifier(c.Log.VerifierKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv, err := witness.NewCosignatureVerifier(wit.VerifierKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, err := note.Open([]byte(a.Commitment.Checkpoint), note.VerifierList(nv, cv))
+	if err != nil || len(signed.Sigs) != 2 {
+		t.Errorf("the witnessed checkpoint: %v, %d signatures verified, want the node's and the witness's", err, len(signed.Sigs))
+	}
 }
