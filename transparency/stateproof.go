@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/civnode/civnode/eventlog"
@@ -266,6 +267,12 @@ func FetchStateProof(ctx context.Context, c *Client, key string) ([]byte, error)
 	for attempt := 0; ; attempt++ {
 		b, err := c.get(ctx, StateProofPath(key))
 		var se *statusError
+		if errors.As(err, &se) && se.code == http.StatusForbidden {
+			// answerError's message names the transparency endpoints' tokens,
+			// which are not this route's.
+			return nil, fmt.Errorf("the node at %s refused the token for the state proof of %s: it takes a token that may read the record's own route, the owner's or an agent's, not an observer's (%s)",
+				c.via, key, strings.TrimPrefix(se.msg, "the node at "+c.via+" refused the token for "+StateProofPath(key)+" "))
+		}
 		if err == nil || attempt == stateNotCommittedRetries || !errors.As(err, &se) || se.code != http.StatusServiceUnavailable ||
 			!bytes.Contains([]byte(se.msg), []byte("(state_not_committed)")) {
 			return b, err

@@ -60,6 +60,15 @@ var (
 	//go:embed help/serve.txt
 	serveHelp string
 
+	//go:embed help/state.txt
+	stateHelp string
+
+	//go:embed help/state-prove.txt
+	stateProveHelp string
+
+	//go:embed help/state-verify.txt
+	stateVerifyHelp string
+
 	//go:embed help/token.txt
 	tokenHelp string
 

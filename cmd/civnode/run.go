@@ -116,6 +116,7 @@ func (m *Main) newRootCommand() *cobra.Command {
 		newTokenCommand(m, g),
 		newWalletCommand(m, g),
 		newTransparencyCommand(m, g),
+		newStateCommand(m, g),
 		newMirrorCommand(m, g),
 		newPromoteCommand(m, g),
 		newOracleCommand(m, g),
