@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -464,4 +465,81 @@ func TestStateProofWitnessed(t *testing.T) {
 	if err != nil || len(signed.Sigs) != 2 {
 		t.Errorf("the witnessed checkpoint: %v, %d signatures verified, want the node's and the witness's", err, len(signed.Sigs))
 	}
+}
+
+// TestStateProofDocExample holds the captured answer of docs/state-proofs.md
+// to the checks a verifier makes, but the event's signature, whose signed
+// bytes the eventlog package computes: the tree proof folds the value to the
+// root, the commitment's payload is the answer's root, and the event is in
+// the checkpoint its own verifier key signs.
+func TestStateProofDocExample(t *testing.T) {
+	var a stateProofAnswer
+	dec := json.NewDecoder(strings.NewReader(markdownBlock(t, filepath.Join("..", "docs", "state-proofs.md"), "answer-example")))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		t.Fatal(err)
+	}
+	if err := statemap.Verify(a.StateRoot, a.Key, a.value(), a.Proof); err != nil {
+		t.Errorf("the tree proof: %v", err)
+	}
+	c := a.Commitment
+	var ev struct {
+		ID      string                `json:"id"`
+		Seq     uint64                `json:"seq"`
+		Type    string                `json:"type"`
+		Payload events.StateCommitted `json:"payload"`
+	}
+	if err := json.Unmarshal(c.Event, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Type != events.TypeStateCommitted || ev.Seq != c.Seq || ev.ID != c.EventID ||
+		ev.Payload != (events.StateCommitted{ThroughSeq: a.ThroughSeq, StateRoot: a.StateRoot.String(), Entries: a.Entries}) {
+		t.Errorf("the commitment event %+v does not sign the answer's root", ev)
+	}
+	id, err := hex.DecodeString(c.EventID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if leaf := tlog.RecordHash(id); leaf != c.LeafHash || tlog.CheckRecord(c.Proof, c.TreeSize, c.RootHash, c.LeafIndex, leaf) != nil {
+		t.Errorf("the inclusion proof does not verify")
+	}
+	v, err := note.NewVerifier(c.VerifierKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, err := note.Open([]byte(c.Checkpoint), note.VerifierList(v))
+	if err != nil {
+		t.Fatalf("checkpoint: %v", err)
+	}
+	if want := eventlog.CheckpointText(v.Name(), eventlog.TreeHead{Size: c.TreeSize, Root: c.RootHash}); signed.Text != want {
+		t.Errorf("checkpoint text %q, want %q", signed.Text, want)
+	}
+}
+
+// markdownBlock is the text of the fenced code block of the markdown file at
+// path whose info string names it (```json name).
+func markdownBlock(t *testing.T, path, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body strings.Builder
+	open, inside, found := false, false, false
+	for line := range strings.Lines(string(b)) {
+		switch {
+		case !open && strings.HasPrefix(line, "```"):
+			info := strings.Fields(strings.TrimPrefix(line, "```"))
+			open, inside = true, len(info) >= 2 && info[1] == name
+			found = found || inside
+		case open && strings.HasPrefix(strings.TrimSpace(line), "```"):
+			open, inside = false, false
+		case inside:
+			body.WriteString(line)
+		}
+	}
+	if !found {
+		t.Fatalf("%s has no block named %s", path, name)
+	}
+	return body.String()
 }
