@@ -253,7 +253,12 @@ export function verifyStateAnswer(a, { verifierKey, witnessKeys = [], quorum = 1
   const proof = { siblings: a.siblings };
   if ("key_hash" in a) proof.key_hash = a.key_hash;
   if ("value_hash" in a) proof.value_hash = a.value_hash;
-  verifyStateProof({ root: a.state_root, key: a.key, value, proof });
+  try {
+    verifyStateProof({ root: a.state_root, key: a.key, value, proof });
+  } catch (e) {
+    if (!(e instanceof StateProofError)) throw e;
+    throw new StateProofError(e.kind, `the ${value === null ? "absence" : "record"} of ${a.key} under the state root: ${e.message}`);
+  }
   return { key: a.key, value, throughSeq: a.through_seq, root: a.state_root, entries: a.entries, seq: c.seq, size: c.size, name: c.name, cosigned: c.cosigned };
 }
 
