@@ -65,7 +65,12 @@ type stateCommitment struct {
 	Event json.RawMessage `json:"event"`
 }
 
+// stateProofRoutes registers the route on a server whose log keeps read
+// models, beside which the state tree lives: every node's and mirror's.
 func (s *Server) stateProofRoutes() {
+	if !s.log.HasModels() {
+		return
+	}
 	// The token of the records' own routes (public identity, a mission):
 	// owner and agent tokens, not observers.
 	s.handle(http.MethodGet, "/v1/state/proof", s.handleStateProof, 0)
@@ -133,7 +138,7 @@ func (s *Server) proveState(key string) (*stateProofResponse, error) {
 	}
 	if c.CommitmentSeq == 0 {
 		why := "no state.committed event signs its state tree"
-		if s.log.ReadOnly() {
+		if s.mirror != nil || s.log.ReadOnly() {
 			why = "a mirror keeps no state tree"
 		}
 		return nil, errStateNotCommitted(why)

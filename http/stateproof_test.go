@@ -543,3 +543,16 @@ func markdownBlock(t *testing.T, path, name string) string {
 	}
 	return body.String()
 }
+
+// TestStateProofOnAMirror: a mirror keeps no state tree today, so it
+// answers 503 state_not_committed and says why; a server whose log keeps no
+// read models has no tree to prove from and does not serve the route.
+func TestStateProofOnAMirror(t *testing.T) {
+	w := newCivNodeServing(t, nil, func(o *Options) { o.Mirror = &fakeMirror{} })
+	r := w.get("/v1/state/proof?key=mission%2Fx")
+	r.wantError(t, http.StatusServiceUnavailable, codeStateNotCommitted, "")
+	if !strings.Contains(string(r.body), "mirror") || r.header.Get("Retry-After") != "1" {
+		t.Errorf("a mirror's answer: %s, Retry-After %q", r.body, r.header.Get("Retry-After"))
+	}
+	newTestNode(t).get("/v1/state/proof?key=mission%2Fx").wantError(t, http.StatusNotFound, codeNotFound, "")
+}
