@@ -270,8 +270,10 @@ func FetchStateProof(ctx context.Context, c *Client, key string) ([]byte, error)
 		if errors.As(err, &se) && se.code == http.StatusForbidden {
 			// answerError's message names the transparency endpoints' tokens,
 			// which are not this route's.
+			status := strings.TrimPrefix(se.msg, "the node at "+c.via+" refused the token for "+StateProofPath(key)+" ")
+			status, _, _ = strings.Cut(status, "; the transparency endpoints")
 			return nil, fmt.Errorf("the node at %s refused the token for the state proof of %s: it takes a token that may read the record's own route, the owner's or an agent's, not an observer's (%s)",
-				c.via, key, strings.TrimPrefix(se.msg, "the node at "+c.via+" refused the token for "+StateProofPath(key)+" "))
+				c.via, key, strings.TrimSuffix(strings.TrimPrefix(status, "("), ")"))
 		}
 		if err == nil || attempt == stateNotCommittedRetries || !errors.As(err, &se) || se.code != http.StatusServiceUnavailable ||
 			!bytes.Contains([]byte(se.msg), []byte("(state_not_committed)")) {

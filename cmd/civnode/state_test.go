@@ -130,7 +130,7 @@ func TestStateProveVerify(t *testing.T) {
 	// The route takes the tokens of the record's own route, not an
 	// observer's.
 	obs := trObserverToken(t, dir)
-	if r := runCLI(t, nil, "state", "prove", key, "--addr", n.url, "--token", obs); r.code != 1 || !strings.Contains(r.stderr, "not an observer's") {
+	if r := runCLI(t, nil, "state", "prove", key, "--addr", n.url, "--token", obs); r.code != 1 || !strings.Contains(r.stderr, "not an observer's (403 Forbidden: ") || strings.Contains(r.stderr, "transparency endpoints") {
 		t.Errorf("state prove with an observer token: exit %d, %q", r.code, r.stderr)
 	}
 
@@ -181,6 +181,24 @@ func TestStateProveVerify(t *testing.T) {
 	}
 	if r := runCLI(t, []byte(local.stdout), "state", "verify", "-", "--verifier-key", vkey); r.code != 0 {
 		t.Errorf("state verify - of the data dir's proof: exit %d, %q", r.code, r.stdout)
+	}
+
+	// The token from $CIVNODE_TOKEN, as with --token.
+	var envOut, envErr syncBuffer
+	envMain := testMain(nil, &envOut, &envErr)
+	envMain.Getenv = func(k string) string {
+		if k == tokenEnv {
+			return n.token
+		}
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
+	defer cancel()
+	if err := envMain.Run(ctx, []string{"state", "prove", key, "--addr", n.url}); err != nil {
+		t.Fatalf("state prove with $%s: %v\n%s", tokenEnv, err, envErr.String())
+	}
+	if ea, _ := readStateAnswer(t, []byte(envOut.String())); ea.Key != key || adaCredit(t, ea.Value) != 7 {
+		t.Errorf("state prove with $%s: %s", tokenEnv, envOut.String())
 	}
 
 	// An absent key: null, and a proof of its absence.
