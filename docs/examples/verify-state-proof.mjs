@@ -12,7 +12,7 @@
 // entries} is the answer's, signed by the node of VKEY and included in a
 // checkpoint VKEY signed (the checks of check-inclusion.mjs, which this
 // imports); with --witness, K (default 1) of those witnesses' cosignatures on
-// the checkpoint; with --key, that the answer is of that key. VKEY is the
+// the checkpoint, of any age; with --key, that the answer is of that key. VKEY is the
 // node's note verifier key as you trust it, never the one in the file. Exit 0
 // and "ok: …", or exit 1 and "invalid: …".
 //
