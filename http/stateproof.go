@@ -122,10 +122,11 @@ func checkStateKey(key string) error {
 // shares: the committer writes the tree after the state.committed event is
 // durable, and a ModelView taken since shows that write only once another
 // event is appended, so on a quiet node it would not show the newest
-// commitment, or any. Nothing the answer takes from the view is undurable:
-// the tree is derived from events through ThroughSeq, which are durable, and
-// signed by the event at CommitmentSeq, durable too before the tree was
-// written.
+// commitment, or any. The tree's write may not be synced yet, but nothing
+// the answer says can be taken back by a crash: the tree is a function of
+// events through ThroughSeq, which are durable, and the event at
+// CommitmentSeq that signs it was durable before the tree was written; a
+// node that loses the write derives the same tree again.
 func (s *Server) proveState(key string) (*stateProofResponse, error) {
 	v, err := s.log.DerivedView()
 	if err != nil {
