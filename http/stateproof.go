@@ -65,10 +65,11 @@ type stateCommitment struct {
 	Event json.RawMessage `json:"event"`
 }
 
-// stateProofRoutes registers the route on a server whose log keeps read
-// models, beside which the state tree lives: every node's and mirror's.
+// stateProofRoutes registers the route on a server with the read models
+// whose records the state map holds, beside which the state tree lives:
+// every node's and mirror's.
 func (s *Server) stateProofRoutes() {
-	if !s.log.HasModels() {
+	if s.identities == nil {
 		return
 	}
 	// The token of the records' own routes (public identity, a mission):

@@ -545,8 +545,8 @@ func markdownBlock(t *testing.T, path, name string) string {
 }
 
 // TestStateProofOnAMirror: a mirror keeps no state tree today, so it
-// answers 503 state_not_committed and says why; a server whose log keeps no
-// read models has no tree to prove from and does not serve the route.
+// answers 503 state_not_committed and says why; a server without the read
+// models has no tree to prove from and does not serve the route.
 func TestStateProofOnAMirror(t *testing.T) {
 	w := newCivNodeServing(t, nil, func(o *Options) { o.Mirror = &fakeMirror{} })
 	r := w.get("/v1/state/proof?key=mission%2Fx")
