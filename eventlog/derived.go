@@ -114,3 +114,7 @@ func (l *Log) DerivedView() (*ModelView, error) {
 	}
 	return &ModelView{shared: l.newDurable(sp)}, nil
 }
+
+// HasModels reports whether the log was opened with read models
+// (Options.Models): a log without them keeps no derived state either.
+func (l *Log) HasModels() bool { return l.models != nil }

@@ -117,6 +117,9 @@ type Query struct {
 	// Until, if not zero, ends the view at this seq (or at the durable tip if that
 	// is lower), so that several queries can count over one fixed chain.
 	Until uint64
+	// After, if not zero, starts the view after this seq: what a reader that
+	// has seen the chain up to it has still to read.
+	After uint64
 }
 
 // ValidTypeFilter reports whether s is a usable Query.Type.
@@ -197,6 +200,7 @@ func (l *Log) QueryRaw(ctx context.Context, q Query, fn func(seq uint64, raw []b
 			return 0, fmt.Errorf("query events: since %s: %w", q.Since.UTC().Format(TimeLayout), l.readFault(err))
 		}
 	}
+	start = max(start, q.After+1)
 	if start > end {
 		return 0, nil
 	}

@@ -49,7 +49,7 @@ func CheckStateCommitments(ctx context.Context, log *eventlog.Log) (int, error) 
 		p   events.StateCommitted
 	}
 	var todo []commitment
-	_, err = log.QueryRaw(ctx, eventlog.Query{Type: events.TypeStateCommitted, Limit: math.MaxInt}, func(seq uint64, raw []byte) (bool, error) {
+	_, err = log.QueryRaw(ctx, eventlog.Query{Type: events.TypeStateCommitted, Limit: math.MaxInt, After: last.CommitmentSeq}, func(seq uint64, raw []byte) (bool, error) {
 		var ev struct {
 			Payload events.StateCommitted `json:"payload"`
 		}

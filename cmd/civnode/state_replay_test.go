@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,6 +59,42 @@ func TestReplayChecksStateCommitments(t *testing.T) {
 		t.Fatalf("verify: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 
+	// A mirror that serves checks the commitments it takes in, and one that
+	// keeps the chain alone is checked by verify.
+	observer := trObserverToken(t, dir)
+	n = startNodeArgs(t, dir, "--state-interval", "1h")
+	served := startNodeArgs(t, filepath.Join(t.TempDir(), "served"), "--mirror-of", n.url, "--mirror-token", observer,
+		"--mirror-interval", "100ms")
+	mirrorState := func() (string, string) {
+		var v struct {
+			TreeSize int64 `json:"tree_size"`
+			Mirror   struct {
+				State    string  `json:"state"`
+				Evidence *string `json:"evidence"`
+			} `json:"mirror"`
+		}
+		getJSON(t, served.url+"/v1/transparency", served.token, 200, &v)
+		ev := ""
+		if v.Mirror.Evidence != nil {
+			ev = *v.Mirror.Evidence
+		}
+		return fmt.Sprintf("%s at %d", v.Mirror.State, v.TreeSize), ev
+	}
+	waitFor(t, "the served mirror at the node's tip", func() (bool, string) {
+		select {
+		case err := <-served.done:
+			t.Fatalf("the served mirror stopped: %v\n%s", err, served.stderr)
+		default:
+		}
+		st, _ := mirrorState()
+		return st == fmt.Sprintf("following at %d", tipOf(t, n)), st
+	})
+	chainOnly := filepath.Join(t.TempDir(), "mirror")
+	if out, errOut, code := mrMirror(t, n.url, chainOnly, "--token", observer); code != 0 {
+		t.Fatalf("mirror --once of the node's commitments: %d %s %s", code, out, errOut)
+	}
+	n.stop(t)
+
 	// The node's key signs a root of another state.
 	c, err := localnode.OpenExisting(context.Background(), datadir.Dir(dir), slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -69,6 +107,18 @@ func TestReplayChecksStateCommitments(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
+	n = startNodeArgs(t, dir, "--state-interval", "1h", "--addr", strings.TrimPrefix(n.url, "http://"))
+	waitFor(t, "the served mirror stopping on the forged commitment", func() (bool, string) {
+		st, ev := mirrorState()
+		return strings.HasPrefix(st, "stopped") && strings.Contains(ev, "signs root "+forged), st + ": " + ev
+	})
+	if out, errOut, code := mrMirror(t, n.url, chainOnly, "--token", observer); code != 0 {
+		t.Fatalf("mirror --once: %d %s %s", code, out, errOut)
+	}
+	n.stop(t)
+	if r := runCLI(t, nil, "verify", "--data-dir", chainOnly); r.code != 1 || !strings.Contains(r.stdout, "signs root "+forged) {
+		t.Fatalf("verify of a chain-only mirror holding a forged commitment: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	for _, cmd := range []string{"verify", "replay"} {
 		r = runCLI(t, nil, cmd, "--data-dir", dir)
 		if r.code != 1 || !strings.Contains(r.stdout, "invalid: state.committed at seq "+strconv.FormatUint(tip+1, 10)+" signs root "+forged) {
@@ -110,4 +160,12 @@ func TestTamperedModelIsCaught(t *testing.T) {
 			t.Errorf("%s over a node that committed to a tampered model: %d\n%s%s", args[0], r.code, r.stdout, r.stderr)
 		}
 	}
+}
+
+// tipOf is the seq of n's newest event.
+func tipOf(t *testing.T, n *node) uint64 {
+	t.Helper()
+	var st stateBody
+	getJSON(t, n.url+"/v1/state", n.token, 200, &st)
+	return st.Chain.Seq
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/civnode/civnode/eventlog"
 	civhttp "github.com/civnode/civnode/http"
 	"github.com/civnode/civnode/internal/logkey"
+	"github.com/civnode/civnode/projections"
 	"github.com/civnode/civnode/stream"
 	"github.com/civnode/civnode/transparency"
 	"github.com/civnode/civnode/witness"
@@ -198,7 +199,7 @@ func (f *Follower) Follow(ctx context.Context, once, retryAll bool, report func(
 			return nil
 		}
 		f.observe(rep, err)
-		if err != nil && !once && (transparency.Transient(err) || retryAll && !transparency.Evidence(err)) {
+		if err != nil && !once && (transparency.Transient(err) || retryAll && !isEvidence(err)) {
 			if !bytes.Equal(rep.Served, served) {
 				r.attempt = 0 // the source serves another checkpoint: a new wait
 			}
@@ -213,6 +214,9 @@ func (f *Follower) Follow(ctx context.Context, once, retryAll bool, report func(
 			continue
 		}
 		if err != nil {
+			return fmt.Errorf("mirror %s: %w", f.c.Via(), err)
+		}
+		if err := f.checkState(ctx); err != nil {
 			return fmt.Errorf("mirror %s: %w", f.c.Via(), err)
 		}
 		served = nil
@@ -236,6 +240,38 @@ func (f *Follower) Follow(ctx context.Context, once, retryAll bool, report func(
 	}
 }
 
+// isEvidence reports whether err proves the origin wrong, so that the
+// mirror stops following for good and serves what it verified: what
+// transparency.Evidence names, and a state root the events do not give.
+func isEvidence(err error) bool {
+	var mm *projections.StateMismatch
+	return transparency.Evidence(err) || errors.As(err, &mm)
+}
+
+// checkState derives the root of each state.committed the run brought
+// from the events and checks it against the signed one
+// (projections.CheckStateCommitments). A root the events do not give is
+// evidence: the mirror stops following and says why, as for a fork.
+//
+// civnode mirror keeps the chain alone, without read models: its
+// commitments are checked by civnode verify --data-dir, which derives them.
+func (f *Follower) checkState(ctx context.Context) error {
+	if !f.l.HasModels() {
+		return nil
+	}
+	_, err := projections.CheckStateCommitments(ctx, f.l)
+	var mm *projections.StateMismatch
+	if errors.As(err, &mm) {
+		f.mu.Lock()
+		f.state, f.lastErr, f.evidence = civhttp.MirrorStopped, mm.Error(), mm.Error()
+		f.failed++
+		f.mu.Unlock()
+		f.logger.Error("the origin signed a state its events do not give; the mirror stops following", logkey.Seq, mm.Seq,
+			logkey.StateRoot, mm.Signed, logkey.StateRootDerived, mm.Derived)
+	}
+	return err
+}
+
 // observe takes what one run did into the status, and keeps a newer
 // witnessed checkpoint it brought.
 func (f *Follower) observe(rep transparency.Mirrored, err error) {
@@ -247,7 +283,7 @@ func (f *Follower) observe(rep transparency.Mirrored, err error) {
 	switch {
 	case err == nil:
 		f.state, f.failed, f.lastErr = civhttp.MirrorFollowing, 0, ""
-	case transparency.Evidence(err):
+	case isEvidence(err):
 		f.state, f.lastErr, f.evidence = civhttp.MirrorStopped, err.Error(), rep.Evidence
 		f.failed++
 	default:
@@ -359,7 +395,7 @@ func (n *Node) openMirror(ctx context.Context) error {
 			logger.Info("mirrored", logkey.Origin, k.Origin, logkey.TreeSize, rep.Head.Size, logkey.Events, rep.Events)
 		})
 		switch {
-		case err != nil && transparency.Evidence(err):
+		case err != nil && isEvidence(err):
 			// Said once, here; /v1/transparency, /v1/ready and the metrics
 			// go on saying it while the mirror serves what it verified.
 			logger.Error("stopped following the origin on evidence; serving the verified chain read-only",
