@@ -203,7 +203,7 @@ func serveUntilListening(t *testing.T, dir string, line *regexp.Regexp, args ...
 	ctx, cancel := context.WithCancel(context.Background())
 	out := newLineWriter()
 	n := &node{dir: dir, cancel: cancel, done: make(chan error, 1), stderr: &syncBuffer{}}
-	args = append([]string{"serve", "--data-dir", dir}, args...)
+	args = append([]string{"serve", "--data-dir", dir, "--state-interval", testStateInterval}, args...)
 	go func() { n.done <- testMain(nil, out, n.stderr).Run(ctx, args) }()
 	t.Cleanup(func() {
 		cancel()
@@ -232,6 +232,13 @@ func serveUntilListening(t *testing.T, dir string, line *regexp.Regexp, args ...
 	n.token = strings.TrimSpace(string(tok))
 	return n
 }
+
+// testStateInterval is the --state-interval of the nodes the tests start,
+// unless a test gives its own: a state.committed is an event the node
+// appends on its own, about a second after a change, which would land among
+// the events a test counts at a moment of the machine's choosing. The tests
+// of the state commitments ask for it.
+const testStateInterval = "1h"
 
 // stop cancels serve's context, as SIGINT/SIGTERM do, and requires a clean exit.
 func (n *node) stop(t *testing.T) {

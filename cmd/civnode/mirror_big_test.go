@@ -18,9 +18,7 @@ import (
 // static file server, byte for byte both times.
 func TestMirrorBigBundle(t *testing.T) {
 	origin := filepath.Join(t.TempDir(), "origin")
-	// The tree size is read once, while the node runs: it appends no
-	// state.committed of its own meanwhile.
-	n := startNodeArgs(t, origin, "--state-interval", "1h")
+	n := startNode(t, origin)
 	s := newSurvey(t, n.url, n.token)
 	result := strings.Repeat("\u0001", 174000)
 	for i := range 18 {

@@ -269,7 +269,7 @@ func TestStateProveVerify(t *testing.T) {
 // with a witness that did not cosign.
 func TestStateProveWitnessed(t *testing.T) {
 	root := t.TempDir()
-	a, wkey, vkey := startWitnessedPair(t, root)
+	a, wkey, vkey := startWitnessedPair(t, root, "--state-interval", "100ms")
 	var ada struct {
 		AgentDID string `json:"agent_did"`
 	}

@@ -442,7 +442,8 @@ func startProcessEnv(t *testing.T, dir string, env []string, flags ...string) *p
 	t.Helper()
 	needBinary(t)
 	p := &process{stderr: &syncBuffer{}, waited: make(chan struct{})}
-	p.cmd = exec.Command(civnodeBin, append([]string{"serve", "--data-dir", dir, "--addr", "127.0.0.1:0"}, flags...)...)
+	p.cmd = exec.Command(civnodeBin, append([]string{"serve", "--data-dir", dir, "--addr", "127.0.0.1:0",
+		"--state-interval", testStateInterval}, flags...)...)
 	if env != nil {
 		p.cmd.Env = append(os.Environ(), env...)
 	}

@@ -186,10 +186,7 @@ func TestBackupCarriesTheWitnessState(t *testing.T) {
 func TestSplitViewRefused(t *testing.T) {
 	root := t.TempDir()
 	dirA := filepath.Join(root, "a")
-	// The branches' sizes are compared with what the witness holds, so the
-	// nodes append nothing of their own (state.committed) meanwhile.
-	quiet := []string{"--state-interval", "1h"}
-	a := startNodeArgs(t, dirA, quiet...)
+	a := startNode(t, dirA)
 	postOK(t, a.url, a.token, "/v1/civilization/bootstrap-identity", `{"display_name":"Ada Lovelace","public_id":"ada"}`)
 	appendMission(t, a, "common")
 	logKey := summaryOf(t, a.url, a.token).VerifierKey
@@ -199,24 +196,24 @@ func TestSplitViewRefused(t *testing.T) {
 	w := startNodeArgs(t, filepath.Join(root, "witness"), "--witness-for", logKey)
 	witnessArg := verifierKeyOfWitness(t, w) + "@" + w.url + "/v1/witness"
 
-	a = startNodeArgs(t, dirA, append(quiet, "--witness", witnessArg)...)
+	a = startNodeArgs(t, dirA, "--witness", witnessArg)
 	appendMission(t, a, "branch A")
 	sa := waitWitnessed(t, a.url, a.token)
 
 	// B, the common prefix, started with the witness that holds A's larger
 	// tree, appends nothing: its fork guard heard the witness's size.
-	b := startNodeArgs(t, dirB, append(quiet, "--witness", witnessArg)...)
+	b := startNodeArgs(t, dirB, "--witness", witnessArg)
 	status, body, err := postStatus(httpClient, b.url+"/v1/core/missions", b.token, []byte(`{"title":"branch B","description":"d","publisher":"ada","publisher_kind":"agent","domain":"survey","subnet_id":"genesis","reward":{"agent_credit":1,"reputation":0,"capacity":0,"treasury_share_credit":0},"payload":{}}`))
 	if err != nil || status != http.StatusServiceUnavailable || !strings.Contains(string(body), `"seen_tree_size":`+strconv.FormatInt(sa.TreeSize, 10)) {
 		t.Fatalf("B behind the witness's tree appended: %d %s %v", status, body, err)
 	}
 	b.stop(t)
 	// Started without it, B cannot know, and forks.
-	b = startNodeArgs(t, dirB, quiet...)
+	b = startNode(t, dirB)
 	appendMission(t, b, "branch B")
 	appendMission(t, b, "branch B, again")
 	b.stop(t)
-	b = startNodeArgs(t, dirB, append(quiet, "--witness", witnessArg)...)
+	b = startNodeArgs(t, dirB, "--witness", witnessArg)
 	sb := summaryOf(t, b.url, b.token)
 	if sb.TreeSize <= sa.TreeSize {
 		t.Fatalf("branch B has %d events, A %d: B must be the larger tree", sb.TreeSize, sa.TreeSize)
@@ -330,8 +327,8 @@ func TestWitnessSurvivesKill(t *testing.T) {
 // startWitnessedPair runs two nodes under root: a (with one identity) and
 // witness, which witnesses a; a submits its checkpoints to witness. It
 // returns a once its checkpoint is witnessed, with the witness's verifier
-// key and a's.
-func startWitnessedPair(t *testing.T, root string) (a *node, wkey, vkey string) {
+// key and a's. a is served with the serve arguments extra too.
+func startWitnessedPair(t *testing.T, root string, extra ...string) (a *node, wkey, vkey string) {
 	t.Helper()
 	w := startNode(t, root+"/witness") // its witness key, before it witnesses anything
 	wkey = verifierKeyOfWitness(t, w)
@@ -341,7 +338,7 @@ func startWitnessedPair(t *testing.T, root string) (a *node, wkey, vkey string) 
 	vkey = summaryOf(t, a.url, a.token).VerifierKey
 	a.stop(t)
 	w = startNodeArgs(t, root+"/witness", "--witness-for", vkey)
-	a = startNodeArgs(t, root+"/a", "--witness", wkey+"@"+w.url+"/v1/witness")
+	a = startNodeArgs(t, root+"/a", append([]string{"--witness", wkey + "@" + w.url + "/v1/witness"}, extra...)...)
 	waitWitnessed(t, a.url, a.token)
 	return a, wkey, vkey
 }
