@@ -310,6 +310,11 @@ func (t *ModelTxn) put(key []byte, e modelEntry) {
 // Rollback does not take an answer back. A rebuild drops it.
 func (t *ModelTxn) Answer(v any) { t.answer = v }
 
+// Answered is what the folds so far answered for this event (Answer), nil
+// if none did: a later fold of the same event reads the record an earlier
+// one made without decoding it again.
+func (t *ModelTxn) Answered() any { return t.answer }
+
 // Mark returns the position Rollback returns to.
 func (t *ModelTxn) Mark() int { return len(t.writes) }
 

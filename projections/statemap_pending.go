@@ -67,8 +67,19 @@ func foldStatePending(tx *eventlog.ModelTxn, ev *eventlog.Event) error {
 		return nil
 	}
 	sv := StateView{r: tx}
+	// The mission fold answers with the mission it wrote: its value is
+	// rendered from that, not decoded again from the bytes just stored.
+	folded, _ := tx.Answered().(*written)
 	for _, k := range keys {
-		value, ok, err := sv.Value(k)
+		var value []byte
+		var ok bool
+		var err error
+		if kind, id, _ := SplitStateKey(k); folded != nil && kind == StateKindMission && id == folded.m.MissionID {
+			value, err = sv.missionValue(tx, folded.m)
+			ok = err == nil
+		} else {
+			value, ok, err = sv.Value(k)
+		}
 		if err != nil {
 			return fmt.Errorf("state map entry %q at seq %d: %w", k, ev.Seq, err)
 		}

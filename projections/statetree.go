@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -135,7 +136,13 @@ func PrepareState(log *eventlog.Log, through uint64) (*StateRound, error) {
 		return nil, err
 	}
 	r := &StateRound{StateCommit: StateCommit{ThroughSeq: through}, Changes: len(changes), w: w}
-	r.Root, r.Entries, err = statemap.Update(treeReader{v}, treeWriter{w}, changes)
+	tr, err := openTreeReader(v)
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	r.Root, r.Entries, err = statemap.Update(tr, treeWriter{w}, changes)
+	tr.close()
 	if err != nil {
 		w.Close()
 		return nil, storeErr(fmt.Errorf("update the state tree through seq %d: %w", through, err))
@@ -209,7 +216,12 @@ func StateEntryValue(v *eventlog.ModelView, kh statemap.Hash) (key string, value
 // absent) and the tree proof.
 func ProveState(v *eventlog.ModelView, key string) (value []byte, proof statemap.Proof, err error) {
 	kh := statemap.HashKey(key)
-	p, err := statemap.Prove(treeReader{v}, kh)
+	tr, err := openTreeReader(v)
+	if err != nil {
+		return nil, statemap.Proof{}, err
+	}
+	p, err := statemap.Prove(tr, kh)
+	tr.close()
 	if err != nil {
 		return nil, statemap.Proof{}, storeErr(err)
 	}
@@ -237,34 +249,59 @@ func compareHash(a, b statemap.Hash) int {
 	return 0
 }
 
-// treeReader is statemap's Reader over the tree's records in a view.
-type treeReader struct{ v *eventlog.ModelView }
+// treeReader is statemap's Reader over the tree's records in a view,
+// through one iterator: a walk seeks many times, and a seek costs far less
+// than opening an iterator for each read.
+type treeReader struct{ it *eventlog.ModelIter }
+
+// openTreeReader opens a reader of the tree in v; close it before v.
+func openTreeReader(v *eventlog.ModelView) (treeReader, error) {
+	it, err := v.Iter(treeKey(nil), treeEnd)
+	if err != nil {
+		return treeReader{}, storeErr(err)
+	}
+	return treeReader{it}, nil
+}
+
+func (r treeReader) close() { r.it.Close() }
 
 func treeKey(k []byte) []byte { return eventlog.DerivedKey(append([]byte{treePrefix}, k...)) }
 
 // treeEnd is the first key past every tree record.
 var treeEnd = eventlog.DerivedKey([]byte{treePrefix + 1})
 
-func (r treeReader) Get(key []byte) ([]byte, bool, error) { return r.v.Get(treeKey(key)) }
+// record is the tree record under the iterator, its key without the
+// derived byte and the tree's prefix; the slices are the caller's.
+func (r treeReader) record() (key, value []byte) {
+	return slices.Clone(r.it.Key()[2:]), slices.Clone(r.it.Value())
+}
+
+func (r treeReader) Get(key []byte) ([]byte, bool, error) {
+	k := treeKey(key)
+	if !r.it.SeekGE(k) || !bytes.Equal(r.it.Key(), k) {
+		return nil, false, r.it.Err()
+	}
+	return slices.Clone(r.it.Value()), true, nil
+}
 
 func (r treeReader) First(lo, hi []byte) (key, value []byte, ok bool, err error) {
-	return r.edge(lo, hi, false)
+	if !r.it.SeekGE(treeKey(lo)) || hi != nil && bytes.Compare(r.it.Key(), treeKey(hi)) >= 0 {
+		return nil, nil, false, r.it.Err()
+	}
+	key, value = r.record()
+	return key, value, true, nil
 }
 
 func (r treeReader) Last(lo, hi []byte) (key, value []byte, ok bool, err error) {
-	return r.edge(lo, hi, true)
-}
-
-func (r treeReader) edge(lo, hi []byte, last bool) (key, value []byte, ok bool, err error) {
 	upper := treeEnd
 	if hi != nil {
 		upper = treeKey(hi)
 	}
-	err = r.v.Scan(treeKey(lo), upper, last, func(k, v []byte) (bool, error) {
-		key, value, ok = slices.Clone(k[2:]), slices.Clone(v), true
-		return false, nil
-	})
-	return key, value, ok, err
+	if !r.it.SeekLT(upper) || bytes.Compare(r.it.Key(), treeKey(lo)) < 0 {
+		return nil, nil, false, r.it.Err()
+	}
+	key, value = r.record()
+	return key, value, true, nil
 }
 
 // treeWriter is statemap's Writer into a batch of derived writes.
