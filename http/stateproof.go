@@ -141,7 +141,7 @@ func (s *Server) proveState(key string) (*stateProofResponse, error) {
 	if c.CommitmentSeq == 0 {
 		why := "no state.committed event signs its state tree"
 		if s.mirror != nil || s.log.ReadOnly() {
-			why = "a mirror keeps no state tree"
+			why = "the mirror has derived no state.committed of the origin yet"
 		}
 		return nil, errStateNotCommitted(why)
 	}
@@ -207,7 +207,10 @@ func (s *Server) stateCommitment(seq uint64) (*stateCommitment, events.StateComm
 // in, and the tree head it names; state_not_committed when it does not
 // cover seq (a witnessed checkpoint not yet cosigned that far).
 func (s *Server) commitmentCheckpoint(seq uint64) (string, eventlog.TreeHead, error) {
-	if s.witnesses == nil {
+	wc := s.witnessed()
+	if s.witnesses == nil && (wc == nil || wc.TreeSize < int64(seq)) {
+		// A node without witnesses, or a mirror whose origin's witnessed
+		// checkpoint does not cover seq: the checkpoint of the tree held.
 		head, signed, err := s.log.TreeCheckpoint()
 		if err != nil {
 			return "", eventlog.TreeHead{}, err
@@ -217,7 +220,6 @@ func (s *Server) commitmentCheckpoint(seq uint64) (string, eventlog.TreeHead, er
 		}
 		return string(signed), head, nil
 	}
-	wc := s.witnesses.Witnessed()
 	if wc == nil || wc.TreeSize < int64(seq) {
 		return "", eventlog.TreeHead{}, errStateNotCommitted("no witnessed checkpoint covers the commitment yet")
 	}

@@ -98,6 +98,19 @@ func TestReplayChecksStateCommitments(t *testing.T) {
 		st, _ := mirrorState()
 		return st == fmt.Sprintf("following at %d", tipOf(t, n)), st
 	})
+	// The served mirror proves the origin's records against the origin's key.
+	var ada struct {
+		AgentDID string `json:"agent_did"`
+	}
+	getJSON(t, n.url+"/v1/civilization/public-identity?public_id=ada", n.token, 200, &ada)
+	proof := filepath.Join(t.TempDir(), "ada.json")
+	if r := runCLI(t, nil, "state", "prove", "identity/"+ada.AgentDID, "--addr", served.url, "--token", served.token, "--out", proof); r.code != 0 {
+		t.Fatalf("state prove from the served mirror: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := runCLI(t, nil, "state", "verify", proof, "--verifier-key", summaryOf(t, n.url, n.token).VerifierKey); r.code != 0 ||
+		!strings.HasPrefix(r.stdout, "ok: identity/"+ada.AgentDID) {
+		t.Fatalf("a mirror's proof against the origin's key: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	chainOnly := filepath.Join(t.TempDir(), "mirror")
 	if out, errOut, code := mrMirror(t, n.url, chainOnly, "--token", observer); code != 0 {
 		t.Fatalf("mirror --once of the node's commitments: %d %s %s", code, out, errOut)
