@@ -58,13 +58,9 @@ func newStateProveCommand(m *Main, g *globals) *cobra.Command {
 			if kind, id, ok := strings.Cut(key, "/"); !ok || kind == "" || id == "" {
 				return usageErrorf("KEY %q: want <kind>/<id>, such as identity/<agent_did> or mission/<mission_id>", key)
 			}
-			var token string
-			switch {
-			case cfg.token != "" && cmd.Flags().Changed("data-dir"):
-				return usageErrorf("give --token to ask a node at --addr, or --data-dir, not both")
-			case !cmd.Flags().Changed("data-dir"):
-				// An explicit --data-dir wins over a token in the environment.
-				token = observerToken(m.Getenv, cfg.token)
+			token, err := proveToken(cmd, m.Getenv, cfg.token)
+			if err != nil {
+				return err
 			}
 			logger, err := m.logger(g)
 			if err != nil {

@@ -39,6 +39,20 @@ func observerToken(getenv func(string) string, flag string) string {
 	return getenv(tokenEnv)
 }
 
+// proveToken is the token a prove command asks a node at --addr with: the
+// flag's, else $CIVNODE_TOKEN, and none when --data-dir is given (the
+// node of the data dir is asked as its owner); both flags are a mistake.
+func proveToken(cmd *cobra.Command, getenv func(string) string, flag string) (string, error) {
+	switch {
+	case flag != "" && cmd.Flags().Changed("data-dir"):
+		return "", usageErrorf("give --token to ask a node at --addr, or --data-dir, not both")
+	case cmd.Flags().Changed("data-dir"):
+		return "", nil
+	}
+	// An explicit --data-dir wins over a token in the environment.
+	return observerToken(getenv, flag), nil
+}
+
 // openSource opens the tree of the node of the data dir dataDirFlag names
 // (localnode.OpenSource). The caller calls closeFn.
 func openSource(ctx context.Context, m *Main, logger *slog.Logger, dataDirFlag, addr string) (src transparency.Source, closeFn func() error, err error) {

@@ -41,13 +41,9 @@ func newTransparencyProveCommand(m *Main, g *globals) *cobra.Command {
 			if cfg.witnessed && cmd.Flags().Changed("tree-size") {
 				return usageErrorf("give --tree-size or --witnessed, not both")
 			}
-			var token string
-			switch {
-			case cfg.token != "" && cmd.Flags().Changed("data-dir"):
-				return usageErrorf("give --token to ask a node at --addr, or --data-dir, not both")
-			case !cmd.Flags().Changed("data-dir"):
-				// An explicit --data-dir wins over a token in the environment.
-				token = observerToken(m.Getenv, cfg.token)
+			token, err := proveToken(cmd, m.Getenv, cfg.token)
+			if err != nil {
+				return err
 			}
 			logger, err := m.logger(g)
 			if err != nil {
