@@ -27,10 +27,11 @@ var _ eventlog.Folder = Folder{}
 
 // Version is the models' layout (Version); with the state map's changes,
 // another, so that turning them on or off rebuilds the models: a tree needs
-// every change from the chain's start.
+// every change from the chain's start. The suffix also names the layout of
+// the state tree's records (statemap's Storage), which a rebuild rewrites.
 func (f Folder) Version() string {
 	if f.State {
-		return Version + "+state"
+		return Version + "+state2"
 	}
 	return Version
 }

@@ -1,10 +1,12 @@
 package projections
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
+	"weak"
 
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/statemap"
@@ -82,6 +84,10 @@ type StateRound struct {
 	// Changes is the number of entries the round changed (set or deleted).
 	Changes int
 	w       *eventlog.DerivedWrites
+	// cw notes the round's tree writes for the log's cache, which moves
+	// from root to the round's once they are committed.
+	cw   *statemap.CacheWriter
+	from statemap.Hash
 }
 
 // PrepareState computes the state tree of log through seq through, which
@@ -135,14 +141,10 @@ func PrepareState(log *eventlog.Log, through uint64) (*StateRound, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &StateRound{StateCommit: StateCommit{ThroughSeq: through}, Changes: len(changes), w: w}
-	tr, err := openTreeReader(v)
-	if err != nil {
-		w.Close()
-		return nil, err
-	}
-	r.Root, r.Entries, err = statemap.Update(tr, treeWriter{w}, changes)
-	tr.close()
+	cache := treeCache(log)
+	r := &StateRound{StateCommit: StateCommit{ThroughSeq: through}, Changes: len(changes), w: w,
+		cw: cache.Writer(treeWriter{w}), from: last.Root}
+	r.Root, r.Entries, err = statemap.Update(cache.Reader(treeReader{v}, last.Root), r.cw, changes)
 	if err != nil {
 		w.Close()
 		return nil, storeErr(fmt.Errorf("update the state tree through seq %d: %w", through, err))
@@ -174,7 +176,11 @@ func (r *StateRound) Commit(commitmentSeq uint64) error {
 		r.w.Close()
 		return storeErr(err)
 	}
-	return r.w.Commit()
+	if err := r.w.Commit(); err != nil {
+		return err
+	}
+	r.cw.Committed(r.from, r.Root)
+	return nil
 }
 
 // Close drops a round that was not committed.
@@ -216,12 +222,7 @@ func StateEntryValue(v *eventlog.ModelView, kh statemap.Hash) (key string, value
 // absent) and the tree proof.
 func ProveState(v *eventlog.ModelView, key string) (value []byte, proof statemap.Proof, err error) {
 	kh := statemap.HashKey(key)
-	tr, err := openTreeReader(v)
-	if err != nil {
-		return nil, statemap.Proof{}, err
-	}
-	p, err := statemap.Prove(tr, kh)
-	tr.close()
+	p, err := statemap.Prove(treeReader{v}, kh)
 	if err != nil {
 		return nil, statemap.Proof{}, storeErr(err)
 	}
@@ -249,59 +250,36 @@ func compareHash(a, b statemap.Hash) int {
 	return 0
 }
 
-// treeReader is statemap's Reader over the tree's records in a view,
-// through one iterator: a walk seeks many times, and a seek costs far less
-// than opening an iterator for each read.
-type treeReader struct{ it *eventlog.ModelIter }
+// treeReader is statemap's Reader over the tree's records in a view. Every
+// read of the tree is a point read, which Pebble answers from its bloom
+// filters and block cache without the seeks of a range read.
+type treeReader struct{ v *eventlog.ModelView }
 
-// openTreeReader opens a reader of the tree in v; close it before v.
-func openTreeReader(v *eventlog.ModelView) (treeReader, error) {
-	it, err := v.Iter(treeKey(nil), treeEnd)
-	if err != nil {
-		return treeReader{}, storeErr(err)
-	}
-	return treeReader{it}, nil
-}
-
-func (r treeReader) close() { r.it.Close() }
+func (r treeReader) Get(key []byte) ([]byte, bool, error) { return r.v.Get(treeKey(key)) }
 
 func treeKey(k []byte) []byte { return eventlog.DerivedKey(append([]byte{treePrefix}, k...)) }
 
-// treeEnd is the first key past every tree record.
-var treeEnd = eventlog.DerivedKey([]byte{treePrefix + 1})
+// treeCacheBytes bounds each log's cache of its tree's records: at 100,000
+// entries it holds every node, at a million the upper levels, which every
+// round and proof read.
+const treeCacheBytes = 32 << 20
 
-// record is the tree record under the iterator, its key without the
-// derived byte and the tree's prefix; the slices are the caller's.
-func (r treeReader) record() (key, value []byte) {
-	return slices.Clone(r.it.Key()[2:]), slices.Clone(r.it.Value())
-}
+// treeCaches holds each open log's cache of its tree (statemap.Cache),
+// dropped when the log is collected.
+var treeCaches sync.Map // weak.Pointer[eventlog.Log] → *statemap.Cache
 
-func (r treeReader) Get(key []byte) ([]byte, bool, error) {
-	k := treeKey(key)
-	if !r.it.SeekGE(k) || !bytes.Equal(r.it.Key(), k) {
-		return nil, false, r.it.Err()
+// treeCache is log's cache of its tree's records, which the rounds read
+// through and write through.
+func treeCache(log *eventlog.Log) *statemap.Cache {
+	k := weak.Make(log)
+	if c, ok := treeCaches.Load(k); ok {
+		return c.(*statemap.Cache)
 	}
-	return slices.Clone(r.it.Value()), true, nil
-}
-
-func (r treeReader) First(lo, hi []byte) (key, value []byte, ok bool, err error) {
-	if !r.it.SeekGE(treeKey(lo)) || hi != nil && bytes.Compare(r.it.Key(), treeKey(hi)) >= 0 {
-		return nil, nil, false, r.it.Err()
+	c, loaded := treeCaches.LoadOrStore(k, statemap.NewCache(treeCacheBytes))
+	if !loaded {
+		runtime.AddCleanup(log, func(k weak.Pointer[eventlog.Log]) { treeCaches.Delete(k) }, k)
 	}
-	key, value = r.record()
-	return key, value, true, nil
-}
-
-func (r treeReader) Last(lo, hi []byte) (key, value []byte, ok bool, err error) {
-	upper := treeEnd
-	if hi != nil {
-		upper = treeKey(hi)
-	}
-	if !r.it.SeekLT(upper) || bytes.Compare(r.it.Key(), treeKey(lo)) < 0 {
-		return nil, nil, false, r.it.Err()
-	}
-	key, value = r.record()
-	return key, value, true, nil
+	return c.(*statemap.Cache)
 }
 
 // treeWriter is statemap's Writer into a batch of derived writes.

@@ -53,18 +53,29 @@ func checkRecords(t testing.TB, s *MemStore, m map[Hash]Hash) {
 	for key, value := range s.All() {
 		switch key[0] {
 		case entryTag:
-			e, err := readEntry(key, value)
-			if err != nil {
-				t.Fatal(err)
+			var k Hash
+			copy(k[:], key[1:])
+			e, ok, err := Lookup(s, k)
+			if err != nil || !ok || len(key) != 1+len(k) {
+				t.Fatalf("entry record %x: %v", key, err)
 			}
-			if v, ok := m[e.key]; !ok || v != e.value {
-				t.Fatalf("stored entry %s = %s, map has %s (%v)", e.key, e.value, v, ok)
+			if v, ok := m[k]; !ok || v != e {
+				t.Fatalf("stored entry %s = %s, map has %s (%v)", k, e, v, ok)
 			}
 			entries++
 		case nodeTag:
 			want, ok := branches[string(key)]
-			if !ok || string(value) != string(want[:]) {
-				t.Fatalf("node record %x = %x, reference %x (%v)", key, value, want, ok)
+			if !ok || len(value) != nodeSize || len(key) < 2 {
+				t.Fatalf("node record %x of %d bytes, reference %x (%v)", key, len(value), want, ok)
+			}
+			b := int(key[1])
+			l, errL := decodeRef(value[:refSize])
+			r, errR := decodeRef(value[refSize:])
+			if errL != nil || errR != nil || l.kind == kindEmpty || r.kind == kindEmpty {
+				t.Fatalf("node record %x does not name two sides: %v %v", key, errL, errR)
+			}
+			if got := NodeHash(l.hashAt(b+1), r.hashAt(b+1)); got != want {
+				t.Fatalf("node record %x hashes to %x, reference %x", key, got, want)
 			}
 			nodes++
 		case rootTag:

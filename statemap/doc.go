@@ -44,40 +44,52 @@
 //
 // # Storage
 //
-// A tree lives in an ordered key-value store (Reader, Writer): the node's
-// Pebble under a prefix of its own, or a MemStore. Three kinds of record:
+// A tree lives in a key-value store (Reader, Writer): the node's Pebble
+// under a prefix of its own, or a MemStore. It is stored as a compressed
+// (Patricia) tree, and read by point reads only (Reader.Get), never a
+// range: each record is named by a key the walk already knows. Three kinds
+// of record:
 //
-//	'e' ‖ k (32 bytes)                  → SHA-256(value) (32 bytes)   one per entry
-//	'n' ‖ depth (1 byte) ‖ prefix       → node hash (32 bytes)        one per branching node
-//	'r'                                 → root (32) ‖ entry count (8, big-endian)
+//	'e' ‖ k (32 bytes)                  → SHA-256(value) (32 bytes)    one per entry
+//	'n' ‖ depth (1 byte) ‖ prefix       → left ref ‖ right ref (132)   one per branching node
+//	'r'                                 → root (32) ‖ entry count (8, big-endian) ‖ ref (66)
 //
 // The prefix of a node is the first depth bits of the paths below it, in
-// ⌈depth/8⌉ bytes with the bits past depth cleared.
+// ⌈depth/8⌉ bytes with the bits past depth cleared. A branching node is a
+// subtree with entries on both sides: a map of n entries has exactly n-1.
 //
-// Entries are ordered by key hash, so the entries of any subtree form one
-// key range: its first and last entries (Reader.First, Reader.Last) say
-// whether it holds none, one or more, and where two or more first branch
-// (the bit where the first and the last differ). Only branching nodes, those
-// with entries on both sides, keep a hash: a map of n entries has exactly
-// n-1 of them, against about 1.44n subtrees of two or more entries for
-// random keys, and a chain of one-sided levels above a branching node is
-// folded from it with empty siblings when read. A subtree of one entry
-// needs no record beyond the entry, since its hash is the entry's leaf.
-// At a million entries the records hold about 102 bytes of keys and values
-// per entry (an entry's 65, a node's about 37), before the store's own
-// overhead and compression.
+// A ref (66 bytes: kind, depth, key hash, hash) names a subtree without
+// reading it: empty (kind 0); one entry (kind 1: its key hash and value
+// hash, the depth unused); or two or more (kind 2: the depth where they
+// first branch, the key hash of the subtree's first entry, whose first
+// depth bits name that node's record, and the hash of the subtree at that
+// depth). A node's record holds the refs of its two sides, and the root
+// record the ref of the whole map. Every level between a subtree's own
+// depth and the depth where it branches has an empty sibling, so its hash
+// at its own depth folds from the ref with no read. The records are a pure
+// function of the map's entries, so of its root.
 //
-// Update takes a batch of changes, sorted by key hash, and walks down only
-// the subtrees they touch, knowing each subtree's first and last entries:
-// where a subtree branches, the left side's first entry and the right
-// side's last are its own, so one read each finds the left side's last and
-// the right side's first, and a side without changes costs one more read,
-// its stored node hash. It writes the node record of each subtree that
-// branches (deleting it where a subtree stopped). Below a subtree that held
-// at most one entry nothing is stored, so it is built afresh from the
-// changes. A batch of c changes thus reads and writes O(c × depth) records,
-// and depth is about log2 n for keys that are SHA-256 outputs; the changes
-// of one batch share the reads and writes of the levels above them. Update
-// never reads a record it wrote in the same call, so a plain Pebble batch
-// takes its writes. Prove walks one path the same way.
+// Update takes a batch of changes, sorted by key hash, and walks down from
+// the root's ref along their paths, one read per branching node they pass,
+// shared by the changes below it: where the changes leave a node's path
+// above its branching depth, a new node branches there with the old
+// subtree whole on one side; where a walk ends at one entry or none, the
+// entry there tells whether a change changes anything, and the subtree is
+// built afresh from it and the changes. It writes the record of each node
+// it changed (deleting it where a node stopped branching), the changed
+// entries and the root record, and nothing for changes that change
+// nothing. A batch of c changes thus reads and writes O(c × depth)
+// records, and depth is about log2 n for keys that are SHA-256 outputs.
+// Update never reads a record it wrote in the same call, so a plain Pebble
+// batch takes its writes. Prove reads the root record and one node record
+// per branching node on the key's path. Only Lookup reads the entries.
+//
+// At a million entries the records hold about 202 bytes of keys and values
+// per entry (an entry's 65, a node's about 137).
+//
+// A Cache keeps the root and node records of one root in memory within a
+// bound of bytes, in front of any Reader: every walk reads the upper levels,
+// which a store answers from disk when its own caches hold the rest of the
+// node's data. An Update through a CacheWriter notes its writes, and once
+// the caller has committed them, Committed moves the cache to the new root.
 package statemap

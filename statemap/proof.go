@@ -18,52 +18,44 @@ type Proof struct {
 
 // Prove returns the proof for key hash k in the map that r reads: of its
 // entry if it has one, else of its absence. Siblings is never nil, so its
-// JSON is an array even at depth 0.
+// JSON is an array even at depth 0. It reads the root record and one node
+// record per branching node on k's path.
 func Prove(r Reader, k Hash) (Proof, error) {
 	p := Proof{Siblings: []Hash{}}
-	s, err := readSpan(r, k, 0)
+	_, _, cur, err := readRoot(r)
 	if err != nil {
 		return Proof{}, err
 	}
 	for d := 0; ; {
-		switch s.n {
-		case 0:
+		switch cur.kind {
+		case kindEmpty:
 			return p, nil
-		case 1:
-			if s.first.key != k {
-				other := s.first
-				p.KeyHash, p.ValueHash = &other.key, &other.value
+		case kindLeaf:
+			if cur.key != k {
+				other := cur
+				p.KeyHash, p.ValueHash = &other.key, &other.hash
 			}
 			return p, nil
 		}
 		// Between d and the branching depth b every sibling is empty; the
-		// path either leaves the entries on the way (j < b), where its
-		// subtree is empty, or reaches the branching node.
-		b := commonPrefix(s.first.key, s.last.key)
-		j := commonPrefix(k, s.first.key)
-		if j < b {
+		// path either leaves the subtree on the way (j < b), where its own
+		// side is empty, or reaches the branching node.
+		b := cur.depth
+		if j := commonPrefix(k, cur.key); j < b {
 			for ; d < j; d++ {
 				p.Siblings = append(p.Siblings, Hash{})
 			}
-			h, err := s.hash(r, j+1)
-			if err != nil {
-				return Proof{}, err
-			}
-			p.Siblings = append(p.Siblings, h)
+			p.Siblings = append(p.Siblings, cur.hashAt(j+1))
 			return p, nil
 		}
 		for ; d < b; d++ {
 			p.Siblings = append(p.Siblings, Hash{})
 		}
-		sides, err := s.split(r, b)
+		kids, err := readNode(r, cur)
 		if err != nil {
 			return Proof{}, err
 		}
-		h, err := sides[1-k.Bit(b)].hash(r, b+1)
-		if err != nil {
-			return Proof{}, err
-		}
-		p.Siblings = append(p.Siblings, h)
-		s, d = sides[k.Bit(b)], b+1
+		p.Siblings = append(p.Siblings, kids[1-k.Bit(b)].hashAt(b+1))
+		cur, d = kids[k.Bit(b)], b+1
 	}
 }

@@ -5,20 +5,17 @@ import (
 	"fmt"
 )
 
-// Reader is the ordered key-value store a tree is read from: a Pebble
-// snapshot or database under a key prefix of the caller's, or a MemStore.
-// Keys compare as bytes. A slice it returns need stay valid only until its
-// next call, and its caller does not modify it. The reads of one Update or Prove must all see one state: a
-// Pebble snapshot when commits run beside them. First and Last are a
-// SeekGE and a SeekLT within bounds, so a Pebble adapter may keep one
-// iterator for a whole call.
+// Reader is the key-value store a tree is read from: a Pebble snapshot or
+// database under a key prefix of the caller's, a MemStore, or a Cache in
+// front of either. The tree needs only point reads: every record it reads is
+// named by a key it already knows, so a store answers each from its bloom
+// filters and caches without a range seek. A slice Get returns need stay
+// valid only until its next call, and its caller does not modify it. The
+// reads of one Update or Prove must all see one state: a Pebble snapshot
+// when commits run beside them.
 type Reader interface {
 	// Get returns the value stored under key, if any.
 	Get(key []byte) (value []byte, ok bool, err error)
-	// First returns the smallest key in [lo, hi) and its value, if any.
-	First(lo, hi []byte) (key, value []byte, ok bool, err error)
-	// Last returns the largest key in [lo, hi) and its value, if any.
-	Last(lo, hi []byte) (key, value []byte, ok bool, err error)
 }
 
 // Writer takes the writes of one Update: a Pebble batch the caller commits,
@@ -29,15 +26,15 @@ type Writer interface {
 	Delete(key []byte) error
 }
 
-// The key layout (doc.go). Each kind of record has its own first byte so
-// that entries form one contiguous range ordered by key hash.
+// The key layout (doc.go). Each kind of record has its own first byte.
 const (
 	entryTag = 'e'
 	nodeTag  = 'n'
 	rootTag  = 'r'
 )
 
-// rootKey holds the root and the entry count of the whole map.
+// rootKey holds the root, the entry count and the reference of the whole
+// map.
 var rootKey = []byte{rootTag}
 
 // entryKey is where the entry of key hash k keeps its value hash.
@@ -48,24 +45,8 @@ func entryKey(k Hash) []byte {
 	return b
 }
 
-// entryRange is [lo, hi) over the entry keys of the subtree at depth d on
-// path's side.
-func entryRange(path Hash, d int) (lo, hi []byte) {
-	first := prefix(path, d)
-	last := first
-	if d < Depth {
-		last[d/8] |= 0xff >> uint(d%8)
-		for i := d/8 + 1; i < len(last); i++ {
-			last[i] = 0xff
-		}
-	}
-	lo = entryKey(first)
-	hi = append(entryKey(last), 0)
-	return lo, hi
-}
-
-// nodeKey is where the hash of the branching node at depth d on path's side
-// is kept: the depth, then the d bits of its prefix in ⌈d/8⌉ bytes.
+// nodeKey is where the children of the branching node at depth d on path's
+// side are kept: the depth, then the d bits of its prefix in ⌈d/8⌉ bytes.
 func nodeKey(path Hash, d int) []byte {
 	p := prefix(path, d)
 	n := (d + 7) / 8
@@ -81,151 +62,131 @@ type entry struct {
 	key, value Hash
 }
 
-// readEntry decodes a key and value of the entry range.
-func readEntry(key, value []byte) (entry, error) {
-	var e entry
-	if len(key) != 1+len(e.key) || key[0] != entryTag || len(value) != len(e.value) {
-		return e, fmt.Errorf("%w: entry %x", ErrCorrupt, key)
-	}
-	copy(e.key[:], key[1:])
-	copy(e.value[:], value)
-	return e, nil
+// The kinds of subtree a ref names.
+const (
+	kindEmpty = 0
+	kindLeaf  = 1
+	kindNode  = 2
+)
+
+// refSize is the bytes of an encoded ref: kind, depth, key, hash.
+const refSize = 1 + 1 + 32 + 32
+
+// nodeSize is the bytes of a node record: its two children's refs.
+const nodeSize = 2 * refSize
+
+// rootSize is the bytes of the root record: root, entry count, the whole
+// map's ref.
+const rootSize = 32 + 8 + refSize
+
+// ref names a subtree by what hashing and walking it need, without reading
+// it: nothing; one entry (key and value hashes); or two or more, by the
+// depth where they first branch, the key hash of one entry below (whose
+// first depth bits name the node record), and the hash of the subtree at
+// that depth. Every level between a subtree's own depth and its branching
+// depth has an empty sibling, so the subtree's hash at any depth follows
+// (hashAt).
+type ref struct {
+	kind  byte
+	depth int
+	key   Hash
+	hash  Hash // the value hash of a leaf, the branching node's hash of a node
 }
 
-// span is what a subtree holds, as far as hashing needs: nothing, one
-// entry, or two or more (many) between first and last.
-type span struct {
-	n           int // 0, 1, or 2 for two or more
-	first, last entry
+func (r ref) encode(b []byte) {
+	b[0] = r.kind
+	b[1] = byte(r.depth)
+	copy(b[2:34], r.key[:])
+	copy(b[34:66], r.hash[:])
 }
 
-// readSpan reads the first and last entries of the subtree at depth d on
-// path's side.
-func readSpan(r Reader, path Hash, d int) (span, error) {
-	var s span
-	lo, hi := entryRange(path, d)
-	k, v, ok, err := r.First(lo, hi)
-	if err != nil || !ok {
-		return s, err
+func decodeRef(b []byte) (ref, error) {
+	r := ref{kind: b[0], depth: int(b[1])}
+	copy(r.key[:], b[2:34])
+	copy(r.hash[:], b[34:66])
+	if r.kind > kindNode {
+		return ref{}, fmt.Errorf("%w: reference of kind %d", ErrCorrupt, r.kind)
 	}
-	if s.first, err = readEntry(k, v); err != nil {
-		return s, err
+	return r, nil
+}
+
+// hashAt is the hash of the subtree r names, standing at depth d on its
+// path (d ≤ its branching depth).
+func (r ref) hashAt(d int) Hash {
+	switch r.kind {
+	case kindLeaf:
+		return LeafHash(r.key, r.hash)
+	case kindNode:
+		return foldEmpty(r.hash, r.key, d, r.depth)
 	}
-	k, v, ok, err = r.Last(lo, hi)
+	return Hash{}
+}
+
+// readNode reads the two children of the branching node that r names.
+func readNode(rd Reader, r ref) ([2]ref, error) {
+	var kids [2]ref
+	key := nodeKey(r.key, r.depth)
+	v, ok, err := rd.Get(key)
 	if err != nil {
-		return s, err
+		return kids, err
 	}
-	if !ok {
-		return s, fmt.Errorf("%w: range %x has a first entry and no last", ErrCorrupt, lo)
+	if !ok || len(v) != nodeSize {
+		return kids, fmt.Errorf("%w: node %x", ErrCorrupt, key)
 	}
-	if s.last, err = readEntry(k, v); err != nil {
-		return s, err
+	if kids[0], err = decodeRef(v[:refSize]); err != nil {
+		return kids, err
 	}
-	s.n = 1
-	if s.last.key != s.first.key {
-		s.n = 2
+	if kids[1], err = decodeRef(v[refSize:]); err != nil {
+		return kids, err
 	}
-	return s, nil
+	if kids[0].kind == kindEmpty || kids[1].kind == kindEmpty {
+		return kids, fmt.Errorf("%w: node %x does not branch", ErrCorrupt, key)
+	}
+	return kids, nil
 }
 
-// split returns the spans of the two sides of a subtree at depth d that
-// holds two or more entries, s. Its first entry is the first of the left
-// side, its last the last of the right, so a side costs one read, and none
-// when every entry is on one side.
-func (s span) split(r Reader, d int) ([2]span, error) {
-	var sides [2]span
-	if commonPrefix(s.first.key, s.last.key) > d {
-		sides[s.first.key.Bit(d)] = s
-		return sides, nil
-	}
-	left := span{first: s.first}
-	lo, hi := entryRange(withBit(s.first.key, d, 0), d+1)
-	k, v, ok, err := r.Last(lo, hi)
-	if err != nil {
-		return sides, err
-	}
-	if !ok {
-		return sides, fmt.Errorf("%w: range %x has no last entry", ErrCorrupt, lo)
-	}
-	if left.last, err = readEntry(k, v); err != nil {
-		return sides, err
-	}
-	right := span{last: s.last}
-	lo, hi = entryRange(withBit(s.first.key, d, 1), d+1)
-	k, v, ok, err = r.First(lo, hi)
-	if err != nil {
-		return sides, err
-	}
-	if !ok {
-		return sides, fmt.Errorf("%w: range %x has no first entry", ErrCorrupt, lo)
-	}
-	if right.first, err = readEntry(k, v); err != nil {
-		return sides, err
-	}
-	for _, side := range []*span{&left, &right} {
-		side.n = 1
-		if side.first.key != side.last.key {
-			side.n = 2
-		}
-	}
-	sides[0], sides[1] = left, right
-	return sides, nil
-}
-
-// hash is the subtree's hash. Two or more entries branch first at the bit
-// where the first and the last differ; only that node's hash is stored, and
-// the levels above it, whose other side is empty, are folded here.
-func (s span) hash(r Reader, d int) (Hash, error) {
-	switch s.n {
-	case 0:
-		return Hash{}, nil
-	case 1:
-		return LeafHash(s.first.key, s.first.value), nil
-	}
-	b := commonPrefix(s.first.key, s.last.key)
-	h, err := readNode(r, s.first.key, b)
-	if err != nil {
-		return Hash{}, err
-	}
-	return foldEmpty(h, s.first.key, d, b), nil
-}
-
-// readNode reads the stored hash of the branching node at depth d on path's
+// writeNode writes the children of the branching node at depth d on path's
 // side.
-func readNode(r Reader, path Hash, d int) (Hash, error) {
-	var h Hash
-	key := nodeKey(path, d)
-	v, ok, err := r.Get(key)
-	if err != nil {
-		return h, err
+func writeNode(w Writer, path Hash, d int, kids [2]ref) error {
+	v := make([]byte, nodeSize)
+	kids[0].encode(v[:refSize])
+	kids[1].encode(v[refSize:])
+	return w.Set(nodeKey(path, d), v)
+}
+
+// readRoot reads the root record: Empty, 0 and an empty ref for a store
+// that never held an entry.
+func readRoot(r Reader) (root Hash, entries uint64, top ref, err error) {
+	v, ok, err := r.Get(rootKey)
+	if err != nil || !ok {
+		return Hash{}, 0, ref{}, err
 	}
-	if !ok || len(v) != len(h) {
-		return h, fmt.Errorf("%w: node %x", ErrCorrupt, key)
+	if len(v) != rootSize {
+		return Hash{}, 0, ref{}, fmt.Errorf("%w: root record of %d bytes", ErrCorrupt, len(v))
 	}
-	copy(h[:], v)
-	return h, nil
+	copy(root[:], v)
+	entries = binary.BigEndian.Uint64(v[32:40])
+	top, err = decodeRef(v[40:])
+	return root, entries, top, err
 }
 
 // Root returns the map's root and entry count as the last Update left them:
 // Empty and 0 for a store that never held an entry.
 func Root(r Reader) (root Hash, entries uint64, err error) {
-	v, ok, err := r.Get(rootKey)
-	if err != nil || !ok {
-		return Hash{}, 0, err
-	}
-	if len(v) != len(root)+8 {
-		return Hash{}, 0, fmt.Errorf("%w: root record of %d bytes", ErrCorrupt, len(v))
-	}
-	copy(root[:], v)
-	return root, binary.BigEndian.Uint64(v[len(root):]), nil
+	root, entries, _, err = readRoot(r)
+	return root, entries, err
 }
 
 // Lookup returns the value hash stored for key hash k.
 func Lookup(r Reader, k Hash) (valueHash Hash, ok bool, err error) {
-	v, ok, err := r.Get(entryKey(k))
+	key := entryKey(k)
+	v, ok, err := r.Get(key)
 	if err != nil || !ok {
 		return valueHash, false, err
 	}
-	e, err := readEntry(entryKey(k), v)
-	return e.value, err == nil, err
+	if len(v) != len(valueHash) {
+		return valueHash, false, fmt.Errorf("%w: entry %x", ErrCorrupt, key)
+	}
+	copy(valueHash[:], v)
+	return valueHash, true, nil
 }

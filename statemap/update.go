@@ -25,26 +25,19 @@ func Remove(key string) Change {
 	return Change{KeyHash: HashKey(key), Delete: true}
 }
 
-// result is a subtree's hash after an update, with how many entries it
-// holds (0, 1, or 2 for two or more) and, when one, that entry: a parent
-// whose other side is empty becomes that entry's leaf.
-type result struct {
-	n    int
-	hash Hash
-	only entry
-}
-
 // Update applies a batch of changes to the map that r reads, writing every
 // changed record to w, and returns the new root and entry count. It reads
-// and writes only the entries and nodes on the changed keys' paths (and the
-// nodes beside them), never the whole map; it never reads back a record it
+// only the root record and the node records on the changed keys' paths,
+// never the whole map and never a range: whether a key is present, and its
+// value hash, is what its path ends at. It never reads back a record it
 // wrote, so r must show the state before the call and w's writes take
 // effect when the caller commits them. Removing an absent key or setting a
-// value a key already has changes nothing; a batch that names one key twice
-// is refused (ErrDuplicateChange) before anything is written. After an
-// error the caller discards w's writes.
+// value a key already has changes nothing, and a batch of only such changes
+// writes nothing; a batch that names one key twice is refused
+// (ErrDuplicateChange) before anything is written. After an error the
+// caller discards w's writes.
 func Update(r Reader, w Writer, changes []Change) (root Hash, entries uint64, err error) {
-	root, entries, err = Root(r)
+	root, entries, top, err := readRoot(r)
 	if err != nil {
 		return Hash{}, 0, err
 	}
@@ -55,144 +48,154 @@ func Update(r Reader, w Writer, changes []Change) (root Hash, entries uint64, er
 			return Hash{}, 0, fmt.Errorf("%w: %s", ErrDuplicateChange, cs[i].KeyHash)
 		}
 	}
-	// Drop what changes nothing, so that an idle batch writes nothing and
-	// the count stays exact.
-	kept := cs[:0]
-	for _, c := range cs {
-		old, ok, err := Lookup(r, c.KeyHash)
-		if err != nil {
-			return Hash{}, 0, err
-		}
-		switch {
-		case c.Delete && !ok, !c.Delete && ok && old == c.ValueHash:
-			continue
-		case c.Delete:
-			entries--
-		case !ok:
-			entries++
-		}
-		kept = append(kept, c)
+	u := updater{r: r, w: w, entries: entries}
+	next, err := u.update(0, cs, top)
+	if err != nil {
+		return Hash{}, 0, err
 	}
-	if len(kept) == 0 {
+	if next == top {
 		return root, entries, nil
 	}
-	s, err := readSpan(r, kept[0].KeyHash, 0)
-	if err != nil {
-		return Hash{}, 0, err
-	}
-	res, err := update(r, w, 0, kept, s)
-	if err != nil {
-		return Hash{}, 0, err
-	}
-	v := make([]byte, len(root)+8)
-	copy(v, res.hash[:])
-	binary.BigEndian.PutUint64(v[len(root):], entries)
+	root = next.hashAt(0)
+	v := make([]byte, rootSize)
+	copy(v, root[:])
+	binary.BigEndian.PutUint64(v[32:40], u.entries)
+	next.encode(v[40:])
 	if err := w.Set(rootKey, v); err != nil {
 		return Hash{}, 0, err
 	}
-	return res.hash, entries, nil
+	return root, u.entries, nil
+}
+
+// updater is one Update's store and its running entry count.
+type updater struct {
+	r       Reader
+	w       Writer
+	entries uint64
 }
 
 // update applies cs, sorted, distinct and sharing their first d bits, to
-// the subtree at depth d on their side, which holds s.
-func update(r Reader, w Writer, d int, cs []Change, s span) (result, error) {
-	if s.n < 2 {
-		// No node is stored below a subtree of one entry: build it anew.
-		return rebuild(w, d, s, cs)
+// the subtree at depth d on their side, which cur names, and returns the
+// new subtree's ref: cur itself when no change changed anything, and then
+// it has written nothing.
+func (u *updater) update(d int, cs []Change, cur ref) (ref, error) {
+	if len(cs) == 0 {
+		return cur, nil
 	}
-	path := cs[0].KeyHash
-	wasBranch := commonPrefix(s.first.key, s.last.key) == d
-	spans, err := s.split(r, d)
-	if err != nil {
-		return result{}, err
+	if cur.kind != kindNode {
+		return u.rebuild(d, cs, cur)
 	}
-	split := sort.Search(len(cs), func(i int) bool { return cs[i].KeyHash.Bit(d) == 1 })
+	// Where the changes leave the node's path above its branching depth,
+	// a new node may branch there with the old subtree whole on one side.
+	b := min(cur.depth, commonPrefix(cs[0].KeyHash, cur.key), commonPrefix(cs[len(cs)-1].KeyHash, cur.key))
+	split := sort.Search(len(cs), func(i int) bool { return cs[i].KeyHash.Bit(b) == 1 })
 	parts := [2][]Change{cs[:split], cs[split:]}
-	var sides [2]result
-	for v, part := range parts {
-		if len(part) > 0 {
-			if sides[v], err = update(r, w, d+1, part, spans[v]); err != nil {
-				return result{}, err
-			}
-			continue
+	var sides [2]ref
+	var err error
+	if b < cur.depth {
+		own := cur.key.Bit(b)
+		if sides[own], err = u.update(b+1, parts[own], cur); err != nil {
+			return ref{}, err
 		}
-		sides[v] = result{n: spans[v].n, only: spans[v].first}
-		if sides[v].hash, err = spans[v].hash(r, d+1); err != nil {
-			return result{}, err
+		if sides[1-own], err = u.update(b+1, parts[1-own], ref{}); err != nil {
+			return ref{}, err
+		}
+		return join(u.w, b, sides)
+	}
+	kids, err := readNode(u.r, cur)
+	if err != nil {
+		return ref{}, err
+	}
+	for v, part := range parts {
+		if sides[v], err = u.update(b+1, part, kids[v]); err != nil {
+			return ref{}, err
 		}
 	}
-	return join(w, d, path, sides, wasBranch)
+	if sides == kids {
+		return cur, nil
+	}
+	if sides[0].kind == kindEmpty || sides[1].kind == kindEmpty {
+		if err := u.w.Delete(nodeKey(cur.key, b)); err != nil {
+			return ref{}, err
+		}
+	}
+	return join(u.w, b, sides)
 }
 
-// rebuild applies cs to the subtree at depth d that holds s, nothing or one
-// entry, and writes its entries and nodes.
-func rebuild(w Writer, d int, s span, cs []Change) (result, error) {
+// rebuild applies cs to the subtree at depth d that cur names, nothing or
+// one entry, below which no node is stored: it writes the entries that
+// change and builds the subtree anew.
+func (u *updater) rebuild(d int, cs []Change, cur ref) (ref, error) {
 	es := make([]entry, 0, len(cs)+1)
-	kept := s.n == 1
+	kept, changed := cur.kind == kindLeaf, false
 	for _, c := range cs {
-		if kept && c.KeyHash == s.first.key {
+		present := cur.kind == kindLeaf && c.KeyHash == cur.key
+		switch {
+		case c.Delete && !present, !c.Delete && present && c.ValueHash == cur.hash:
+			continue
+		case c.Delete:
+			u.entries--
+		case !present:
+			u.entries++
+		}
+		if present {
 			kept = false
 		}
+		changed = true
+		var err error
 		if c.Delete {
-			if err := w.Delete(entryKey(c.KeyHash)); err != nil {
-				return result{}, err
-			}
-			continue
+			err = u.w.Delete(entryKey(c.KeyHash))
+		} else {
+			err = u.w.Set(entryKey(c.KeyHash), c.ValueHash[:])
+			es = append(es, entry{c.KeyHash, c.ValueHash})
 		}
-		if err := w.Set(entryKey(c.KeyHash), c.ValueHash[:]); err != nil {
-			return result{}, err
+		if err != nil {
+			return ref{}, err
 		}
-		es = append(es, entry{c.KeyHash, c.ValueHash})
+	}
+	if !changed {
+		return cur, nil
 	}
 	if kept {
-		i := sort.Search(len(es), func(i int) bool { return bytes.Compare(es[i].key[:], s.first.key[:]) > 0 })
-		es = slices.Insert(es, i, s.first)
+		i := sort.Search(len(es), func(i int) bool { return bytes.Compare(es[i].key[:], cur.key[:]) > 0 })
+		es = slices.Insert(es, i, entry{cur.key, cur.hash})
 	}
-	return build(w, d, es)
+	return build(u.w, d, es)
 }
 
-// build hashes the subtree at depth d that holds es, sorted and sharing
-// their first d bits, and writes the hash of each of its branching nodes.
-func build(w Writer, d int, es []entry) (result, error) {
+// build makes the subtree at depth d that holds es, sorted and sharing
+// their first d bits, and writes a record for each of its branching nodes.
+func build(w Writer, d int, es []entry) (ref, error) {
 	switch len(es) {
 	case 0:
-		return result{}, nil
+		return ref{}, nil
 	case 1:
-		return result{n: 1, hash: LeafHash(es[0].key, es[0].value), only: es[0]}, nil
+		return ref{kind: kindLeaf, key: es[0].key, hash: es[0].value}, nil
 	}
-	split := sort.Search(len(es), func(i int) bool { return es[i].key.Bit(d) == 1 })
-	var sides [2]result
+	b := commonPrefix(es[0].key, es[len(es)-1].key)
+	split := sort.Search(len(es), func(i int) bool { return es[i].key.Bit(b) == 1 })
+	var sides [2]ref
 	var err error
-	if sides[0], err = build(w, d+1, es[:split]); err != nil {
-		return result{}, err
+	if sides[0], err = build(w, b+1, es[:split]); err != nil {
+		return ref{}, err
 	}
-	if sides[1], err = build(w, d+1, es[split:]); err != nil {
-		return result{}, err
+	if sides[1], err = build(w, b+1, es[split:]); err != nil {
+		return ref{}, err
 	}
-	return join(w, d, es[0].key, sides, false)
+	return join(w, b, sides)
 }
 
-// join makes the subtree at depth d from its two sides and keeps its node
-// record in step: stored while it branches, removed when it stops.
-func join(w Writer, d int, path Hash, sides [2]result, wasBranch bool) (result, error) {
-	var res result
+// join makes the subtree that branches, if at all, at depth b from its two
+// sides: a node, whose record it writes, when both hold entries, else the
+// side that does. The node's ref names it by its left side's key, that of
+// its first entry.
+func join(w Writer, b int, sides [2]ref) (ref, error) {
 	switch {
-	case sides[0].n == 0:
-		res = sides[1]
-		if res.n == 2 {
-			res.hash = NodeHash(Hash{}, res.hash)
-		}
-	case sides[1].n == 0:
-		res = sides[0]
-		if res.n == 2 {
-			res.hash = NodeHash(res.hash, Hash{})
-		}
-	default:
-		res = result{n: 2, hash: NodeHash(sides[0].hash, sides[1].hash)}
-		return res, w.Set(nodeKey(path, d), res.hash[:])
+	case sides[0].kind == kindEmpty:
+		return sides[1], nil
+	case sides[1].kind == kindEmpty:
+		return sides[0], nil
 	}
-	if wasBranch {
-		return res, w.Delete(nodeKey(path, d))
-	}
-	return res, nil
+	n := ref{kind: kindNode, depth: b, key: sides[0].key, hash: NodeHash(sides[0].hashAt(b+1), sides[1].hashAt(b+1))}
+	return n, writeNode(w, n.key, b, sides)
 }

@@ -1,0 +1,166 @@
+package statemap
+
+import "sync"
+
+// Cache keeps a tree's root and node records in memory, within a bound of
+// bytes, so that the levels every update and proof walk through are read
+// from memory rather than from the store. The records of a tree are a pure
+// function of its entries, so of its root: the cache holds the records of
+// one root, those of the state a reader with that root sees, and a reader
+// of any other root goes to its store. A committed Update moves it to the
+// next root by its writes (CacheWriter.Committed). It is safe for
+// concurrent use.
+type Cache struct {
+	mu    sync.Mutex
+	max   int
+	size  int
+	root  Hash
+	valid bool
+	m     map[string][]byte
+}
+
+// cacheOverhead is about what a record costs in memory beyond its key and
+// value: the map's slot and the two slices' headers.
+const cacheOverhead = 64
+
+// NewCache returns an empty cache that holds at most maxBytes of records,
+// counting each record's key, value and overhead.
+func NewCache(maxBytes int) *Cache {
+	return &Cache{max: maxBytes, m: map[string][]byte{}}
+}
+
+// cached says whether a record's key is one the cache keeps: the root and
+// the nodes, which the walks read, and not the entries, which only Lookup
+// does.
+func cached(key []byte) bool {
+	return len(key) > 0 && (key[0] == nodeTag || key[0] == rootTag)
+}
+
+// Reader returns a Reader over r, whose tree has root root: it serves the
+// records it keeps from memory while the cache holds that root, and keeps
+// those it reads from r.
+func (c *Cache) Reader(r Reader, root Hash) Reader { return cacheReader{c, r, root} }
+
+type cacheReader struct {
+	c    *Cache
+	r    Reader
+	root Hash
+}
+
+func (cr cacheReader) Get(key []byte) ([]byte, bool, error) {
+	if !cached(key) {
+		return cr.r.Get(key)
+	}
+	c := cr.c
+	c.mu.Lock()
+	v, ok := c.m[string(key)]
+	hit := ok && c.valid && c.root == cr.root
+	c.mu.Unlock()
+	if hit {
+		return v, true, nil
+	}
+	v, ok, err := cr.r.Get(key)
+	if err != nil || !ok {
+		return v, ok, err
+	}
+	c.mu.Lock()
+	if c.valid && c.root == cr.root {
+		c.put(string(key), v)
+	} else if !c.valid || len(c.m) == 0 {
+		// An empty cache takes the root of its first reader.
+		c.root, c.valid = cr.root, true
+		c.put(string(key), v)
+	}
+	c.mu.Unlock()
+	return v, true, nil
+}
+
+// put keeps a copy of value under key, making room first; c.mu is held.
+func (c *Cache) put(key string, value []byte) {
+	c.remove(key)
+	n := len(key) + len(value) + cacheOverhead
+	if n > c.max {
+		return
+	}
+	for k := range c.m {
+		if c.size+n <= c.max {
+			break
+		}
+		// Go's map order is arbitrary, so an eviction falls on any
+		// record; those of the upper levels, read by every walk, come
+		// back at once.
+		c.remove(k)
+	}
+	c.m[key] = append([]byte(nil), value...)
+	c.size += n
+}
+
+// remove drops key's record; c.mu is held.
+func (c *Cache) remove(key string) {
+	if v, ok := c.m[key]; ok {
+		c.size -= len(key) + len(v) + cacheOverhead
+		delete(c.m, key)
+	}
+}
+
+// Bytes is what the records held count against the bound.
+func (c *Cache) Bytes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.size
+}
+
+// Writer returns a Writer over w that notes the writes of one Update, so
+// that once the caller has committed them to its store, Committed moves the
+// cache along.
+func (c *Cache) Writer(w Writer) *CacheWriter { return &CacheWriter{c: c, w: w} }
+
+// CacheWriter passes an Update's writes to its store and notes those of
+// the records the cache keeps.
+type CacheWriter struct {
+	c      *Cache
+	w      Writer
+	writes []cacheWrite
+}
+
+type cacheWrite struct {
+	key   string
+	value []byte // nil: deleted
+}
+
+func (cw *CacheWriter) Set(key, value []byte) error {
+	if cached(key) {
+		cw.writes = append(cw.writes, cacheWrite{string(key), append([]byte{}, value...)})
+	}
+	return cw.w.Set(key, value)
+}
+
+func (cw *CacheWriter) Delete(key []byte) error {
+	if cached(key) {
+		cw.writes = append(cw.writes, cacheWrite{key: string(key)})
+	}
+	return cw.w.Delete(key)
+}
+
+// Committed tells the cache that the writes went to the store, taking its
+// tree from root from to root to. The records an Update writes are all that
+// differ between the two, so a cache of some of from's records, with the
+// writes, holds some of to's; a cache of another root drops what it held
+// first.
+func (cw *CacheWriter) Committed(from, to Hash) {
+	c := cw.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.valid || c.root != from {
+		clear(c.m)
+		c.size = 0
+	}
+	for _, wr := range cw.writes {
+		if wr.value == nil {
+			c.remove(wr.key)
+		} else {
+			c.put(wr.key, wr.value)
+		}
+	}
+	c.root, c.valid = to, true
+}
