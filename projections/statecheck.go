@@ -48,7 +48,7 @@ func CheckStateCommitments(ctx context.Context, log *eventlog.Log) (int, error) 
 		seq uint64
 		p   events.StateCommitted
 	}
-	var todo []commitment
+	var unchecked []commitment
 	_, err = log.QueryRaw(ctx, eventlog.Query{Type: events.TypeStateCommitted, Limit: math.MaxInt, After: last.CommitmentSeq}, func(seq uint64, raw []byte) (bool, error) {
 		var ev struct {
 			Payload events.StateCommitted `json:"payload"`
@@ -57,14 +57,14 @@ func CheckStateCommitments(ctx context.Context, log *eventlog.Log) (int, error) 
 			return false, fmt.Errorf("%s at seq %d: %w", events.TypeStateCommitted, seq, err)
 		}
 		if ev.Payload.ThroughSeq > last.ThroughSeq || ev.Payload.ThroughSeq == last.ThroughSeq && seq > last.CommitmentSeq {
-			todo = append(todo, commitment{seq, ev.Payload})
+			unchecked = append(unchecked, commitment{seq, ev.Payload})
 		}
 		return true, nil
 	})
 	if err != nil {
 		return 0, err
 	}
-	for i, c := range todo {
+	for i, c := range unchecked {
 		if err := ctx.Err(); err != nil {
 			return i, err
 		}
@@ -85,5 +85,5 @@ func CheckStateCommitments(ctx context.Context, log *eventlog.Log) (int, error) 
 			return i, err
 		}
 	}
-	return len(todo), nil
+	return len(unchecked), nil
 }
