@@ -83,6 +83,7 @@ type quiet struct{}
 
 func (quiet) Infof(string, ...any)  {}
 func (quiet) Errorf(string, ...any) {}
+
 // Fatalf must not return: Pebble's Logger contract, which the log's own
 // logger keeps the same way.
 func (quiet) Fatalf(format string, args ...any) {
