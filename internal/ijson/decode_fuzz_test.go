@@ -117,6 +117,7 @@ func isNoncharacterReference(r rune) bool {
 // tokenizer, slowly and plainly, and names it as the API does.
 func duplicateKeyReference(body []byte) (string, bool) {
 	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber() // a number beyond float64 is still a token, not the end
 	type frame struct {
 		object bool
 		keys   map[string]bool
