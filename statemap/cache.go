@@ -17,6 +17,23 @@ type Cache struct {
 	root  Hash
 	valid bool
 	m     map[string][]byte
+	// levels holds the keys of m by level (cacheLevel), so that a full
+	// cache drops the deepest records first: every walk reads the upper
+	// levels, and a record near the leaves is read by few.
+	levels [cacheLevels]map[string]struct{}
+}
+
+// cacheLevels is one level for the root record and one for each depth a
+// node can stand at.
+const cacheLevels = 1 + 8*len(Hash{})
+
+// cacheLevel is the level a cached record is kept at: 0 for the root, 1+d
+// for a node at depth d (its key's second byte, nodeKey's layout).
+func cacheLevel(key string) int {
+	if key[0] == rootTag || len(key) < 2 {
+		return 0
+	}
+	return 1 + int(key[1])
 }
 
 // cacheOverhead is about what a record costs in memory beyond its key and
@@ -26,7 +43,11 @@ const cacheOverhead = 64
 // NewCache returns an empty cache that holds at most maxBytes of records,
 // counting each record's key, value and overhead.
 func NewCache(maxBytes int) *Cache {
-	return &Cache{max: maxBytes, m: map[string][]byte{}}
+	c := &Cache{max: maxBytes, m: map[string][]byte{}}
+	for i := range c.levels {
+		c.levels[i] = map[string]struct{}{}
+	}
+	return c
 }
 
 // cached says whether a record's key is one the cache keeps: the root and
@@ -75,23 +96,30 @@ func (cr cacheReader) Get(key []byte) ([]byte, bool, error) {
 	return v, true, nil
 }
 
-// put keeps a copy of value under key, making room first; c.mu is held.
+// put keeps a copy of value under key, making room first by dropping
+// records of key's level or deeper, deepest first; a record that would
+// displace shallower ones is not kept. c.mu is held.
 func (c *Cache) put(key string, value []byte) {
 	c.remove(key)
 	n := len(key) + len(value) + cacheOverhead
 	if n > c.max {
 		return
 	}
-	for k := range c.m {
-		if c.size+n <= c.max {
+	level := cacheLevel(key)
+	for d := len(c.levels) - 1; c.size+n > c.max; {
+		for d >= level && len(c.levels[d]) == 0 {
+			d--
+		}
+		if d < level {
+			return
+		}
+		for k := range c.levels[d] {
+			c.remove(k)
 			break
 		}
-		// Go's map order is arbitrary, so an eviction falls on any
-		// record; those of the upper levels, read by every walk, come
-		// back at once.
-		c.remove(k)
 	}
 	c.m[key] = append([]byte(nil), value...)
+	c.levels[level][key] = struct{}{}
 	c.size += n
 }
 
@@ -100,6 +128,7 @@ func (c *Cache) remove(key string) {
 	if v, ok := c.m[key]; ok {
 		c.size -= len(key) + len(v) + cacheOverhead
 		delete(c.m, key)
+		delete(c.levels[cacheLevel(key)], key)
 	}
 }
 
@@ -153,6 +182,9 @@ func (cw *CacheWriter) Committed(from, to Hash) {
 	defer c.mu.Unlock()
 	if !c.valid || c.root != from {
 		clear(c.m)
+		for _, l := range c.levels {
+			clear(l)
+		}
 		c.size = 0
 	}
 	for _, wr := range cw.writes {

@@ -1,9 +1,11 @@
 package statemap
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -71,17 +73,77 @@ func TestCacheRounds(t *testing.T) {
 	}
 }
 
-// checkCache: every record c holds is the store's.
+// checkCache: every record c holds is the store's, filed under its level.
 func checkCache(t *testing.T, c *Cache, s *MemStore) {
 	t.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	filed := 0
+	for l, keys := range c.levels {
+		for k := range keys {
+			if _, ok := c.m[k]; !ok || cacheLevel(k) != l {
+				t.Fatalf("level %d files %x (held %v, its level %d)", l, k, ok, cacheLevel(k))
+			}
+		}
+		filed += len(keys)
+	}
+	if filed != len(c.m) {
+		t.Fatalf("the levels file %d records, the cache holds %d", filed, len(c.m))
+	}
 	for k, v := range c.m {
 		w, ok, err := s.Get([]byte(k))
 		if err != nil || !ok || string(w) != string(v) {
 			t.Fatalf("cache holds %x = %x, store %x (%v)", k, v, w, ok)
 		}
 	}
+}
+
+// TestCacheKeepsUpperLevels: a cache too small for a tree, read by a proof
+// of every entry, holds whole levels from the root down and part of one
+// more, nothing below it; the levels every walk reads stay in memory.
+func TestCacheKeepsUpperLevels(t *testing.T) {
+	s := new(MemStore)
+	var cs []Change
+	for i := range 4000 {
+		cs = append(cs, Put(fmt.Sprintf("mission/%d", i), []byte("v")))
+	}
+	slices.SortFunc(cs, func(a, b Change) int { return bytes.Compare(a.KeyHash[:], b.KeyHash[:]) })
+	root, _, err := Update(s, s, cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perLevel := map[int]int{}
+	for k := range s.All() {
+		if cached(k) {
+			perLevel[cacheLevel(string(k))]++
+		}
+	}
+	c := NewCache(64 << 10)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, i := range rng.Perm(len(cs)) {
+		if _, err := Prove(c.Reader(s, root), cs[i].KeyHash); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkCache(t, c, s)
+	if c.Bytes() > 64<<10 {
+		t.Fatalf("the cache holds %d bytes, bound %d", c.Bytes(), 64<<10)
+	}
+	partial := -1
+	for l := range c.levels {
+		held, all := len(c.levels[l]), perLevel[l]
+		switch {
+		case held == all:
+		case partial >= 0 && held > 0:
+			t.Fatalf("level %d: %d of %d records held below level %d, which is partly held", l, held, all, partial)
+		case partial < 0:
+			partial = l
+		}
+	}
+	if partial < 4 {
+		t.Fatalf("the cache holds whole levels only down to %d", partial)
+	}
+	t.Logf("whole levels 0..%d, %d of %d of level %d, %d bytes", partial-1, len(c.levels[partial]), perLevel[partial], partial, c.Bytes())
 }
 
 // TestCacheOtherRoot: a reader of another root than the cache holds reads

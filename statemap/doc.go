@@ -90,6 +90,7 @@
 // A Cache keeps the root and node records of one root in memory within a
 // bound of bytes, in front of any Reader: every walk reads the upper levels,
 // which a store answers from disk when its own caches hold the rest of the
-// node's data. An Update through a CacheWriter notes its writes, and once
+// node's data. When full it drops the deepest records first, so a tree
+// larger than its bound keeps whole levels from the root down. An Update through a CacheWriter notes its writes, and once
 // the caller has committed them, Committed moves the cache to the new root.
 package statemap
