@@ -145,7 +145,7 @@ func (s *Server) proveState(key string) (*stateProofResponse, error) {
 		}
 		return nil, errStateNotCommitted(why)
 	}
-	value, proof, err := projections.ProveState(v, key)
+	value, proof, err := projections.ProveState(s.log, v, key)
 	if err != nil {
 		return nil, err
 	}

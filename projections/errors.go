@@ -18,6 +18,6 @@ var errNotOurs = errors.New("not this model's event")
 // already passed.
 var ErrStateBehind = errors.New("the state tree is already past that seq")
 
-// errPending is a pending state change or a stored entry value that does not
-// decode: the derived space was damaged.
-var errPending = errors.New("malformed pending state change")
+// errChange is a recorded state change, or the tree's note of which one holds
+// an entry's value, that does not decode: the derived space was damaged.
+var errChange = errors.New("malformed state change")

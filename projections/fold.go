@@ -18,7 +18,7 @@ const Version = "5"
 // space, written in the batch of the event it comes from.
 type Folder struct {
 	// State records the state map's changes for the state tree
-	// (statemap_pending.go): on for a node that commits to its state, and
+	// (statemap_changes.go): on for a node that commits to its state, and
 	// for a mirror or a replay that checks the commitments.
 	State bool
 }
@@ -31,7 +31,7 @@ var _ eventlog.Folder = Folder{}
 // the state tree's records (statemap's Storage), which a rebuild rewrites.
 func (f Folder) Version() string {
 	if f.State {
-		return Version + "+state2"
+		return Version + "+state3"
 	}
 	return Version
 }
@@ -47,7 +47,7 @@ func (f Folder) Fold(tx *eventlog.ModelTxn, ev *eventlog.Event) error {
 		return err
 	}
 	if f.State {
-		return foldStatePending(tx, ev)
+		return foldStateChanges(tx, ev)
 	}
 	return nil
 }

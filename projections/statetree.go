@@ -1,10 +1,10 @@
 package projections
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"runtime"
-	"slices"
 	"sync"
 	"weak"
 
@@ -13,22 +13,21 @@ import (
 )
 
 // The state tree lives beside the read models, in the log's derived space
-// (eventlog.DerivedWrites), under keys of its own next to the pending
-// changes ('p', statemap_pending.go):
+// (eventlog.DerivedWrites), under keys of its own next to the changes the
+// folds record ('p', statemap_changes.go):
 //
-//	't' ‖ record key            → the tree's records (statemap's layout)
-//	'v' ‖ SHA-256(key)          → uvarint len(key) ‖ key ‖ value: each entry's value
-//	                              at the committed seq, which a proof hands out
+//	't' ‖ record key            → the tree's records (statemap's layout); each
+//	                              entry's locator is the seq of the change
+//	                              that holds its value, which a proof hands out
 //	'm'                         → the commit: through seq ‖ commitment seq ‖
 //	                              root ‖ entries (8, 8, 32, 8 bytes)
 //
-// A round reads the tree and the pending changes through one view, and
-// writes the tree's changed records, the entries' values, the commit and the
-// deletion of the changes it consumed in one batch: a crash leaves the tree
-// at one commit or the next, never between.
+// A round reads the tree and the changes through one view, and writes the
+// tree's changed records, the deletion of the changes no entry holds any
+// longer, and the commit in one batch: a crash leaves the tree at one commit
+// or the next, never between.
 const (
 	treePrefix   = 't'
-	valuePrefix  = 'v'
 	commitPrefix = 'm'
 )
 
@@ -45,6 +44,14 @@ type StateCommit struct {
 }
 
 const commitSize = 8 + 8 + 32 + 8
+
+// version names the tree c is the commit of, for its cache
+// (statemap.Cache): the root alone does not, since the entries' locators
+// (the seqs of their values' changes) may differ between two trees of one
+// root.
+func (c StateCommit) version() statemap.Hash {
+	return sha256.Sum256(binary.BigEndian.AppendUint64(c.Root[:len(c.Root):len(c.Root)], c.ThroughSeq))
+}
 
 func (c StateCommit) encode() []byte {
 	b := make([]byte, 0, commitSize)
@@ -78,7 +85,7 @@ func StateTreeCommit(v *eventlog.ModelView) (StateCommit, error) {
 }
 
 // StateRound is the tree through one seq, computed from the last commit and
-// the pending changes and not yet written. Commit writes it; Close drops it.
+// the changes after it and not yet written. Commit writes it; Close drops it.
 type StateRound struct {
 	StateCommit
 	// Changes is the number of entries the round changed (set or deleted).
@@ -92,8 +99,8 @@ type StateRound struct {
 
 // PrepareState computes the state tree of log through seq through, which
 // must be durable (a ModelView's applied seq, or any seq a rebuild has
-// folded): it reads the last commit and the pending changes up to through in
-// one view, and stages the new tree. It fails with ErrStateBehind when the
+// folded): it reads the last commit and the changes after it up to through
+// in one view, and stages the new tree. It fails with ErrStateBehind when the
 // tree is already past through. A round that changes nothing is still a
 // round: its root is the last one, through a later seq.
 func PrepareState(log *eventlog.Log, through uint64) (*StateRound, error) {
@@ -109,19 +116,30 @@ func PrepareState(log *eventlog.Log, through uint64) (*StateRound, error) {
 	if through < last.ThroughSeq {
 		return nil, fmt.Errorf("%w: at %d, asked for %d", ErrStateBehind, last.ThroughSeq, through)
 	}
-	type entry struct {
-		key   string
-		value []byte
+	// The newest change of each entry through seq through, and the changes
+	// it supersedes.
+	type newest struct {
+		seq   uint64
+		value statemap.Hash
 		ok    bool
 	}
-	latest := map[statemap.Hash]entry{}
-	lo, hi := eventlog.DerivedKey(pendingBound(last.ThroughSeq+1)), eventlog.DerivedKey(pendingBound(through+1))
+	latest := map[statemap.Hash]newest{}
+	var superseded [][]byte
+	lo, hi := eventlog.DerivedKey(changeBound(last.ThroughSeq+1)), eventlog.DerivedKey(changeBound(through+1))
 	err = v.Scan(lo, hi, false, func(k, val []byte) (bool, error) {
-		key, value, ok, err := decodePending(val)
+		_, value, ok, err := decodeChange(val)
 		if err != nil || len(k) != 1+1+8+32 {
-			return false, storeErr(fmt.Errorf("pending state change %x: %w", k, errPending))
+			return false, storeErr(fmt.Errorf("state change %x: %w", k, errChange))
 		}
-		latest[statemap.Hash(k[10:])] = entry{key: key, value: slices.Clone(value), ok: ok}
+		kh, seq := statemap.Hash(k[10:]), binary.BigEndian.Uint64(k[2:10])
+		if prev, ok := latest[kh]; ok {
+			superseded = append(superseded, changeKey(prev.seq, kh))
+		}
+		n := newest{seq: seq, ok: ok}
+		if ok {
+			n.value = statemap.HashValue(value)
+		}
+		latest[kh] = n
 		return true, nil
 	})
 	if err != nil {
@@ -129,13 +147,8 @@ func PrepareState(log *eventlog.Log, through uint64) (*StateRound, error) {
 	}
 	changes := make([]statemap.Change, 0, len(latest))
 	for kh, e := range latest {
-		if e.ok {
-			changes = append(changes, statemap.Change{KeyHash: kh, ValueHash: statemap.HashValue(e.value)})
-		} else {
-			changes = append(changes, statemap.Change{KeyHash: kh, Delete: true})
-		}
+		changes = append(changes, statemap.Change{KeyHash: kh, ValueHash: e.value, Delete: !e.ok, Loc: e.seq})
 	}
-	slices.SortFunc(changes, func(a, b statemap.Change) int { return compareHash(a.KeyHash, b.KeyHash) })
 
 	w, err := log.DerivedWrites()
 	if err != nil {
@@ -143,27 +156,23 @@ func PrepareState(log *eventlog.Log, through uint64) (*StateRound, error) {
 	}
 	cache := treeCache(log)
 	r := &StateRound{StateCommit: StateCommit{ThroughSeq: through}, Changes: len(changes), w: w,
-		cw: cache.Writer(treeWriter{w}), from: last.Root}
-	r.Root, r.Entries, err = statemap.Update(cache.Reader(treeReader{v}, last.Root), r.cw, changes)
+		cw: cache.Writer(treeWriter{w}), from: last.version()}
+	o, err := statemap.Apply(cache.Reader(treeReader{v}, r.from), r.cw, changes)
 	if err != nil {
 		w.Close()
 		return nil, storeErr(fmt.Errorf("update the state tree through seq %d: %w", through, err))
 	}
-	for kh, e := range latest {
-		vk := append([]byte{valuePrefix}, kh[:]...)
-		if e.ok {
-			err = w.Set(vk, appendEntryValue(nil, e.key, e.value))
-		} else {
-			err = w.Delete(vk)
-		}
-		if err != nil {
+	r.Root, r.Entries = o.Root, o.Entries
+	// Each entry's value is now its newest change, which the tree names:
+	// the changes it superseded go, with those the tree released.
+	for _, e := range o.Released {
+		superseded = append(superseded, changeKey(e.Loc, e.KeyHash))
+	}
+	for _, k := range superseded {
+		if err := w.Delete(k); err != nil {
 			w.Close()
 			return nil, storeErr(err)
 		}
-	}
-	if err := w.DeleteRange(pendingBound(0), pendingBound(through+1)); err != nil {
-		w.Close()
-		return nil, storeErr(err)
 	}
 	return r, nil
 }
@@ -179,7 +188,7 @@ func (r *StateRound) Commit(commitmentSeq uint64) error {
 	if err := r.w.Commit(); err != nil {
 		return err
 	}
-	r.cw.Committed(r.from, r.Root)
+	r.cw.Committed(r.from, r.version())
 	return nil
 }
 
@@ -201,53 +210,39 @@ func RecordStateCommitment(log *eventlog.Log, c StateCommit) error {
 	return w.Commit()
 }
 
-// StateEntryValue reads the value of the entry kh as the tree's commit in v
-// holds it, and its key; ok is false for an entry the map does not hold.
-func StateEntryValue(v *eventlog.ModelView, kh statemap.Hash) (key string, value []byte, ok bool, err error) {
-	b, ok, err := v.Get(eventlog.DerivedKey(append([]byte{valuePrefix}, kh[:]...)))
+// proveEntry proves the entry kh against the tree's commit in v, a view of
+// log, and reads its key and value from the change the tree names.
+func proveEntry(log *eventlog.Log, v *eventlog.ModelView, kh statemap.Hash) (p statemap.Proof, key string, value []byte, ok bool, err error) {
+	c, err := StateTreeCommit(v)
 	if err != nil {
-		return "", nil, false, storeErr(err)
+		return statemap.Proof{}, "", nil, false, err
+	}
+	p, e, ok, err := statemap.ProveEntry(treeCache(log).Reader(treeReader{v}, c.version()), kh)
+	if err != nil {
+		return statemap.Proof{}, "", nil, false, storeErr(err)
 	}
 	if !ok {
-		return "", nil, false, nil
+		return p, "", nil, false, nil
 	}
-	n, w := binary.Uvarint(b)
-	if w <= 0 || n > uint64(len(b)-w) {
-		return "", nil, false, storeErr(fmt.Errorf("state entry value %x: %w", kh, errPending))
-	}
-	return string(b[w : w+int(n)]), b[w+int(n):], true, nil
-}
-
-// ProveState proves key against the tree's commit in v: its value (nil when
-// absent) and the tree proof.
-func ProveState(v *eventlog.ModelView, key string) (value []byte, proof statemap.Proof, err error) {
-	kh := statemap.HashKey(key)
-	p, err := statemap.Prove(treeReader{v}, kh)
+	b, found, err := v.Get(eventlog.DerivedKey(changeKey(e.Loc, kh)))
 	if err != nil {
-		return nil, statemap.Proof{}, storeErr(err)
+		return statemap.Proof{}, "", nil, false, storeErr(err)
 	}
-	_, value, ok, err := StateEntryValue(v, kh)
-	if err != nil {
-		return nil, statemap.Proof{}, err
+	if found {
+		key, value, found, err = decodeChange(b)
 	}
-	if !ok {
-		value = nil
+	if !found || err != nil {
+		return statemap.Proof{}, "", nil, false, storeErr(fmt.Errorf("state entry %s: its change at seq %d: %w", kh, e.Loc, errChange))
 	}
-	return value, p, nil
+	return p, key, value, true, nil
 }
 
-func appendEntryValue(dst []byte, key string, value []byte) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(key)))
-	return append(append(dst, key...), value...)
-}
-
-func compareHash(a, b statemap.Hash) int {
-	for i := range a {
-		if a[i] != b[i] {
-			return int(a[i]) - int(b[i])
-		}
-	}
-	return 0
+// ProveState proves key against the tree's commit in v, a view of log,
+// reading the tree through log's cache: its value (nil when absent) and the
+// tree proof.
+func ProveState(log *eventlog.Log, v *eventlog.ModelView, key string) (value []byte, proof statemap.Proof, err error) {
+	p, _, value, _, err := proveEntry(log, v, statemap.HashKey(key))
+	return value, p, err
 }
 
 // treeReader is statemap's Reader over the tree's records in a view. Every

@@ -134,7 +134,7 @@ func BenchmarkStateAtScale(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			value, proof, err := projections.ProveState(v, key)
+			value, proof, err := projections.ProveState(l, v, key)
 			v.Close()
 			took := time.Since(t0)
 			if err != nil {

@@ -4,12 +4,13 @@ import "sync"
 
 // Cache keeps a tree's root and node records in memory, within a bound of
 // bytes, so that the levels every update and proof walk through are read
-// from memory rather than from the store. The records of a tree are a pure
-// function of its entries, so of its root: the cache holds the records of
-// one root, those of the state a reader with that root sees, and a reader
-// of any other root goes to its store. A committed Update moves it to the
-// next root by its writes (CacheWriter.Committed). It is safe for
-// concurrent use.
+// from memory rather than from the store. Its readers name the tree they
+// read by a version, a hash that names one tree and so its records: its
+// root where the same entries always have the same locators, else one of
+// the caller's. The cache holds records of one version, and a reader of
+// any other goes to its store. A committed Update moves it to the next
+// version by its writes (CacheWriter.Committed). It is safe for concurrent
+// use.
 type Cache struct {
 	mu    sync.Mutex
 	max   int
@@ -57,10 +58,10 @@ func cached(key []byte) bool {
 	return len(key) > 0 && (key[0] == nodeTag || key[0] == rootTag)
 }
 
-// Reader returns a Reader over r, whose tree has root root: it serves the
-// records it keeps from memory while the cache holds that root, and keeps
-// those it reads from r.
-func (c *Cache) Reader(r Reader, root Hash) Reader { return cacheReader{c, r, root} }
+// Reader returns a Reader over r, whose tree is of version version: it
+// serves the records it keeps from memory while the cache holds that
+// version, and keeps those it reads from r.
+func (c *Cache) Reader(r Reader, version Hash) Reader { return cacheReader{c, r, version} }
 
 type cacheReader struct {
 	c    *Cache
@@ -172,10 +173,10 @@ func (cw *CacheWriter) Delete(key []byte) error {
 }
 
 // Committed tells the cache that the writes went to the store, taking its
-// tree from root from to root to. The records an Update writes are all that
-// differ between the two, so a cache of some of from's records, with the
-// writes, holds some of to's; a cache of another root drops what it held
-// first.
+// tree from version from to version to. The records an Update writes are
+// all that differ between the two, so a cache of some of from's records,
+// with the writes, holds some of to's; a cache of another version drops
+// what it held first.
 func (cw *CacheWriter) Committed(from, to Hash) {
 	c := cw.c
 	c.mu.Lock()

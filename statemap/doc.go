@@ -47,27 +47,30 @@
 // A tree lives in a key-value store (Reader, Writer): the node's Pebble
 // under a prefix of its own, or a MemStore. It is stored as a compressed
 // (Patricia) tree, and read by point reads only (Reader.Get), never a
-// range: each record is named by a key the walk already knows. Three kinds
+// range: each record is named by a key the walk already knows. Two kinds
 // of record:
 //
-//	'e' ‖ k (32 bytes)                  → SHA-256(value) (32 bytes)    one per entry
-//	'n' ‖ depth (1 byte) ‖ prefix       → left ref ‖ right ref (132)   one per branching node
-//	'r'                                 → root (32) ‖ entry count (8, big-endian) ‖ ref (66)
+//	'n' ‖ depth (1 byte) ‖ prefix       → left ref ‖ right ref (148)   one per branching node
+//	'r'                                 → root (32) ‖ entry count (8, big-endian) ‖ ref (74)
 //
 // The prefix of a node is the first depth bits of the paths below it, in
 // ⌈depth/8⌉ bytes with the bits past depth cleared. A branching node is a
 // subtree with entries on both sides: a map of n entries has exactly n-1.
 //
-// A ref (66 bytes: kind, depth, key hash, hash) names a subtree without
-// reading it: empty (kind 0); one entry (kind 1: its key hash and value
-// hash, the depth unused); or two or more (kind 2: the depth where they
-// first branch, the key hash of the subtree's first entry, whose first
-// depth bits name that node's record, and the hash of the subtree at that
-// depth). A node's record holds the refs of its two sides, and the root
-// record the ref of the whole map. Every level between a subtree's own
-// depth and the depth where it branches has an empty sibling, so its hash
-// at its own depth folds from the ref with no read. The records are a pure
-// function of the map's entries, so of its root.
+// A ref (74 bytes: kind, depth, key hash, hash, locator) names a subtree
+// without reading it: empty (kind 0); one entry (kind 1: its key hash,
+// value hash and locator, the depth unused); or two or more (kind 2: the
+// depth where they first branch, the key hash of the subtree's first entry,
+// whose first depth bits name that node's record, and the hash of the
+// subtree at that depth). A node's record holds the refs of its two sides,
+// and the root record the ref of the whole map. Every level between a
+// subtree's own depth and the depth where it branches has an empty sibling,
+// so its hash at its own depth folds from the ref with no read. An entry is
+// stored only in the ref of its leaf: a lookup walks its path as a proof
+// does. The locator is the caller's (Change.Loc), 8 bytes it stores beside
+// an entry to find the value the tree holds only the hash of; it is never
+// hashed. The records are a pure function of the map's entries and their
+// locators.
 //
 // Update takes a batch of changes, sorted by key hash, and walks down from
 // the root's ref along their paths, one read per branching node they pass,
@@ -76,21 +79,21 @@
 // subtree whole on one side; where a walk ends at one entry or none, the
 // entry there tells whether a change changes anything, and the subtree is
 // built afresh from it and the changes. It writes the record of each node
-// it changed (deleting it where a node stopped branching), the changed
-// entries and the root record, and nothing for changes that change
-// nothing. A batch of c changes thus reads and writes O(c × depth)
+// it changed (deleting it where a node stopped branching) and the root
+// record, and nothing for changes that change nothing. A batch of c changes thus reads and writes O(c × depth)
 // records, and depth is about log2 n for keys that are SHA-256 outputs.
 // Update never reads a record it wrote in the same call, so a plain Pebble
 // batch takes its writes. Prove reads the root record and one node record
-// per branching node on the key's path. Only Lookup reads the entries.
+// per branching node on the key's path, and so does Lookup.
 //
-// At a million entries the records hold about 202 bytes of keys and values
-// per entry (an entry's 65, a node's about 137).
+// At a million entries the records hold about 153 bytes of keys and values
+// per entry, one node's.
 //
-// A Cache keeps the root and node records of one root in memory within a
+// A Cache keeps the root and node records of one tree in memory within a
 // bound of bytes, in front of any Reader: every walk reads the upper levels,
 // which a store answers from disk when its own caches hold the rest of the
 // node's data. When full it drops the deepest records first, so a tree
-// larger than its bound keeps whole levels from the root down. An Update through a CacheWriter notes its writes, and once
-// the caller has committed them, Committed moves the cache to the new root.
+// larger than its bound keeps whole levels from the root down. An Update
+// through a CacheWriter notes its writes, and once the caller has committed
+// them, Committed moves the cache to the new tree.
 package statemap

@@ -28,22 +28,13 @@ type Writer interface {
 
 // The key layout (doc.go). Each kind of record has its own first byte.
 const (
-	entryTag = 'e'
-	nodeTag  = 'n'
-	rootTag  = 'r'
+	nodeTag = 'n'
+	rootTag = 'r'
 )
 
 // rootKey holds the root, the entry count and the reference of the whole
 // map.
 var rootKey = []byte{rootTag}
-
-// entryKey is where the entry of key hash k keeps its value hash.
-func entryKey(k Hash) []byte {
-	b := make([]byte, 1+len(k))
-	b[0] = entryTag
-	copy(b[1:], k[:])
-	return b
-}
 
 // nodeKey is where the children of the branching node at depth d on path's
 // side are kept: the depth, then the d bits of its prefix in ⌈d/8⌉ bytes.
@@ -57,9 +48,17 @@ func nodeKey(path Hash, d int) []byte {
 	return b
 }
 
-// entry is one key hash and its value hash.
+// Entry is one entry of the map as its tree stores it: the key and value
+// hashes, and the locator the caller gave it (Change.Loc).
+type Entry struct {
+	KeyHash, ValueHash Hash
+	Loc                uint64
+}
+
+// entry is one key hash, its value hash and its locator.
 type entry struct {
 	key, value Hash
+	loc        uint64
 }
 
 // The kinds of subtree a ref names.
@@ -69,8 +68,8 @@ const (
 	kindNode  = 2
 )
 
-// refSize is the bytes of an encoded ref: kind, depth, key, hash.
-const refSize = 1 + 1 + 32 + 32
+// refSize is the bytes of an encoded ref: kind, depth, key, hash, locator.
+const refSize = 1 + 1 + 32 + 32 + 8
 
 // nodeSize is the bytes of a node record: its two children's refs.
 const nodeSize = 2 * refSize
@@ -85,12 +84,14 @@ const rootSize = 32 + 8 + refSize
 // first depth bits name the node record), and the hash of the subtree at
 // that depth. Every level between a subtree's own depth and its branching
 // depth has an empty sibling, so the subtree's hash at any depth follows
-// (hashAt).
+// (hashAt). A leaf's ref also carries the entry's locator (Change.Loc),
+// which is stored and never hashed.
 type ref struct {
 	kind  byte
 	depth int
 	key   Hash
 	hash  Hash // the value hash of a leaf, the branching node's hash of a node
+	loc   uint64
 }
 
 func (r ref) encode(b []byte) {
@@ -98,12 +99,14 @@ func (r ref) encode(b []byte) {
 	b[1] = byte(r.depth)
 	copy(b[2:34], r.key[:])
 	copy(b[34:66], r.hash[:])
+	binary.BigEndian.PutUint64(b[66:74], r.loc)
 }
 
 func decodeRef(b []byte) (ref, error) {
 	r := ref{kind: b[0], depth: int(b[1])}
 	copy(r.key[:], b[2:34])
 	copy(r.hash[:], b[34:66])
+	r.loc = binary.BigEndian.Uint64(b[66:74])
 	if r.kind > kindNode {
 		return ref{}, fmt.Errorf("%w: reference of kind %d", ErrCorrupt, r.kind)
 	}
@@ -177,16 +180,9 @@ func Root(r Reader) (root Hash, entries uint64, err error) {
 	return root, entries, err
 }
 
-// Lookup returns the value hash stored for key hash k.
-func Lookup(r Reader, k Hash) (valueHash Hash, ok bool, err error) {
-	key := entryKey(k)
-	v, ok, err := r.Get(key)
-	if err != nil || !ok {
-		return valueHash, false, err
-	}
-	if len(v) != len(valueHash) {
-		return valueHash, false, fmt.Errorf("%w: entry %x", ErrCorrupt, key)
-	}
-	copy(valueHash[:], v)
-	return valueHash, true, nil
+// Lookup returns the value hash and locator stored for key hash k, walking
+// its path as Prove does.
+func Lookup(r Reader, k Hash) (valueHash Hash, loc uint64, ok bool, err error) {
+	_, e, ok, err := ProveEntry(r, k)
+	return e.ValueHash, e.Loc, ok, err
 }
