@@ -34,6 +34,8 @@ func TestBenchJSON(t *testing.T) {
 		"http_create_seq_per_s", "http_create_seq_x_sync_write", "http_create_seq_p50_ms",
 		"http_create_c64_per_s", "http_create_c64_x_http_limit", "http_create_c64_p99_ms", "http_create_c64_node_cpu_us",
 		"fill_first_per_s", "fill_last_per_s", "fill_last_x_first",
+		"state_create_c64_per_s", "state_create_c64_x_http_limit", "state_lag_p50_ms", "state_lag_p99_ms",
+		"state_entries", "state_proof_p50_ms", "state_proof_p50_x_sync_write", "state_proof_p99_ms",
 		"events_since_c16_per_s", "events_since_c16_p99_ms",
 		"verify_chain_per_s", "verify_chain_x_verify",
 		"restart_s", "rss_after_restart_mb", "rss_under_readers_mb", "rss_peak_mb",

@@ -179,6 +179,9 @@ func Run(ctx context.Context, cfg Config) (res *Results, err error) {
 	if err := b.createRates(ctx); err != nil {
 		return nil, err
 	}
+	if err := b.stateCommitments(ctx); err != nil {
+		return nil, err
+	}
 	if err := b.peerPhase(ctx); err != nil {
 		return nil, err
 	}

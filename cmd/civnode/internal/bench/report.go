@@ -56,6 +56,14 @@ var baseRows = []row{
 	{key: "rss_under_readers_mb", unit: "MB", target: "< 300 MB at 1M events", managed: true},
 	{key: "rss_peak_mb", unit: "MB", target: "< 300 MB at 1M events", managed: true},
 
+	{section: "state commitments (docs/state-proofs.md): 64 clients creating, then proofs from one client"},
+	{key: "state_create_c64_per_s", unit: "/s", limit: "http_limit_signed_per_s", ratio: "state_create_c64_x_http_limit"},
+	{key: "state_lag_p50_ms", unit: "ms"},
+	{key: "state_lag_p99_ms", unit: "ms", target: "≤ 2,000 ms"},
+	{key: "state_entries", unit: ""},
+	{key: "state_proof_p50_ms", unit: "ms", limit: "pebble_sync_write_ms", ratio: "state_proof_p50_x_sync_write"},
+	{key: "state_proof_p99_ms", unit: "ms", target: "< 5 ms at 1M missions"},
+
 	{section: "stream: 100 WebSocket clients of GET /v1/stream, missions created at 1k/s"},
 	{key: "stream_events_per_s", unit: "/s", target: "1,000/s offered"},
 	{key: "stream_delivery_p50_ms", unit: "ms", limit: "pebble_sync_write_ms", ratio: "stream_delivery_p50_x_sync_write"},
