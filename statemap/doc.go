@@ -50,27 +50,30 @@
 // range: each record is named by a key the walk already knows. Two kinds
 // of record:
 //
-//	'n' ‖ depth (1 byte) ‖ prefix       → left ref ‖ right ref (148)   one per branching node
-//	'r'                                 → root (32) ‖ entry count (8, big-endian) ‖ ref (74)
+//	'n' ‖ depth (1 byte) ‖ prefix       → left ref ‖ right ref      one per branching node
+//	'r'                                 → root (32) ‖ entry count (8, big-endian) ‖ ref
 //
 // The prefix of a node is the first depth bits of the paths below it, in
 // ⌈depth/8⌉ bytes with the bits past depth cleared. A branching node is a
 // subtree with entries on both sides: a map of n entries has exactly n-1.
 //
-// A ref (74 bytes: kind, depth, key hash, hash, locator) names a subtree
-// without reading it: empty (kind 0); one entry (kind 1: its key hash,
-// value hash and locator, the depth unused); or two or more (kind 2: the
-// depth where they first branch, the key hash of the subtree's first entry,
-// whose first depth bits name that node's record, and the hash of the
-// subtree at that depth). A node's record holds the refs of its two sides,
-// and the root record the ref of the whole map. Every level between a
-// subtree's own depth and the depth where it branches has an empty sibling,
-// so its hash at its own depth folds from the ref with no read. An entry is
-// stored only in the ref of its leaf: a lookup walks its path as a proof
-// does. The locator is the caller's (Change.Loc), 8 bytes it stores beside
-// an entry to find the value the tree holds only the hash of; it is never
-// hashed. The records are a pure function of the map's entries and their
-// locators.
+// A ref names a subtree without reading it, and begins with its kind:
+//
+//	0 (empty)                                          nothing more
+//	1 (one entry)  key hash (32) ‖ value hash (32) ‖ locator (8, big-endian)
+//	2 (two or more) depth (1) ‖ prefix (⌈depth/8⌉) ‖ hash (32)
+//
+// A node's ref gives the depth where its entries first branch, their
+// common prefix to that depth, which names that node's record, and the
+// hash of the subtree at that depth. A node's record holds the refs of its
+// two sides, and the root record the ref of the whole map. Every level
+// between a subtree's own depth and the depth where it branches has an
+// empty sibling, so its hash at its own depth folds from the ref with no
+// read. An entry is stored only in the ref of its leaf: a lookup walks its
+// path as a proof does. The locator is the caller's (Change.Loc), 8 bytes
+// it stores beside an entry to find the value the tree holds only the hash
+// of; it is never hashed. The records are a pure function of the map's
+// entries and their locators.
 //
 // Update takes a batch of changes, sorted by key hash, and walks down from
 // the root's ref along their paths, one read per branching node they pass,
@@ -86,7 +89,7 @@
 // batch takes its writes. Prove reads the root record and one node record
 // per branching node on the key's path, and so does Lookup.
 //
-// At a million entries the records hold about 153 bytes of keys and values
+// At a million entries the records hold about 115 bytes of keys and values
 // per entry, one node's.
 //
 // A Cache keeps the root and node records of one tree in memory within a

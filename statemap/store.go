@@ -68,24 +68,14 @@ const (
 	kindNode  = 2
 )
 
-// refSize is the bytes of an encoded ref: kind, depth, key, hash, locator.
-const refSize = 1 + 1 + 32 + 32 + 8
-
-// nodeSize is the bytes of a node record: its two children's refs.
-const nodeSize = 2 * refSize
-
-// rootSize is the bytes of the root record: root, entry count, the whole
-// map's ref.
-const rootSize = 32 + 8 + refSize
-
 // ref names a subtree by what hashing and walking it need, without reading
 // it: nothing; one entry (key and value hashes); or two or more, by the
-// depth where they first branch, the key hash of one entry below (whose
-// first depth bits name the node record), and the hash of the subtree at
-// that depth. Every level between a subtree's own depth and its branching
-// depth has an empty sibling, so the subtree's hash at any depth follows
-// (hashAt). A leaf's ref also carries the entry's locator (Change.Loc),
-// which is stored and never hashed.
+// depth where they first branch, the first depth bits of their key hashes
+// (which name the node record; the bits past depth are zero), and the hash
+// of the subtree at that depth. Every level between a subtree's own depth
+// and its branching depth has an empty sibling, so the subtree's hash at
+// any depth follows (hashAt). A leaf's ref also carries the entry's locator
+// (Change.Loc), which is stored and never hashed.
 type ref struct {
 	kind  byte
 	depth int
@@ -94,23 +84,84 @@ type ref struct {
 	loc   uint64
 }
 
-func (r ref) encode(b []byte) {
-	b[0] = r.kind
-	b[1] = byte(r.depth)
-	copy(b[2:34], r.key[:])
-	copy(b[34:66], r.hash[:])
-	binary.BigEndian.PutUint64(b[66:74], r.loc)
+// An encoded ref is its kind, then for a leaf the key hash, value hash and
+// locator (73 bytes), and for a node the depth, the ⌈depth/8⌉ bytes of the
+// key's prefix and the hash (34 to 66 bytes); an empty ref is its kind.
+const (
+	leafRefSize = 1 + 32 + 32 + 8
+	minRefSize  = 1
+)
+
+// appendRef appends r's encoding to b.
+func appendRef(b []byte, r ref) []byte {
+	b = append(b, r.kind)
+	switch r.kind {
+	case kindLeaf:
+		b = append(append(b, r.key[:]...), r.hash[:]...)
+		return binary.BigEndian.AppendUint64(b, r.loc)
+	case kindNode:
+		b = append(b, byte(r.depth))
+		b = append(b, r.key[:(r.depth+7)/8]...)
+		return append(b, r.hash[:]...)
+	}
+	return b
 }
 
-func decodeRef(b []byte) (ref, error) {
-	r := ref{kind: b[0], depth: int(b[1])}
-	copy(r.key[:], b[2:34])
-	copy(r.hash[:], b[34:66])
-	r.loc = binary.BigEndian.Uint64(b[66:74])
-	if r.kind > kindNode {
-		return ref{}, fmt.Errorf("%w: reference of kind %d", ErrCorrupt, r.kind)
+// decodeRef decodes the ref at the start of b and returns the bytes after
+// it.
+func decodeRef(b []byte) (ref, []byte, error) {
+	short := func() (ref, []byte, error) {
+		return ref{}, nil, fmt.Errorf("%w: reference of %d bytes", ErrCorrupt, len(b))
 	}
-	return r, nil
+	if len(b) < minRefSize {
+		return short()
+	}
+	r := ref{kind: b[0]}
+	switch r.kind {
+	case kindEmpty:
+		return r, b[1:], nil
+	case kindLeaf:
+		if len(b) < leafRefSize {
+			return short()
+		}
+		copy(r.key[:], b[1:33])
+		copy(r.hash[:], b[33:65])
+		r.loc = binary.BigEndian.Uint64(b[65:73])
+		return r, b[leafRefSize:], nil
+	case kindNode:
+		if len(b) < 2 {
+			return short()
+		}
+		r.depth = int(b[1])
+		n := (r.depth + 7) / 8
+		if len(b) < 2+n+32 {
+			return short()
+		}
+		copy(r.key[:n], b[2:2+n])
+		if r.key != prefix(r.key, r.depth) {
+			return ref{}, nil, fmt.Errorf("%w: node reference with bits past its depth", ErrCorrupt)
+		}
+		copy(r.hash[:], b[2+n:2+n+32])
+		return r, b[2+n+32:], nil
+	}
+	return ref{}, nil, fmt.Errorf("%w: reference of kind %d", ErrCorrupt, r.kind)
+}
+
+// decodeNode decodes a node record: its two sides' refs, nothing after.
+func decodeNode(v []byte) ([2]ref, error) {
+	var kids [2]ref
+	l, rest, err := decodeRef(v)
+	if err != nil {
+		return kids, err
+	}
+	r, rest, err := decodeRef(rest)
+	if err != nil {
+		return kids, err
+	}
+	if len(rest) != 0 {
+		return kids, fmt.Errorf("%w: %d bytes after a node record's refs", ErrCorrupt, len(rest))
+	}
+	return [2]ref{l, r}, nil
 }
 
 // hashAt is the hash of the subtree r names, standing at depth d on its
@@ -133,14 +184,11 @@ func readNode(rd Reader, r ref) ([2]ref, error) {
 	if err != nil {
 		return kids, err
 	}
-	if !ok || len(v) != nodeSize {
+	if !ok {
 		return kids, fmt.Errorf("%w: node %x", ErrCorrupt, key)
 	}
-	if kids[0], err = decodeRef(v[:refSize]); err != nil {
-		return kids, err
-	}
-	if kids[1], err = decodeRef(v[refSize:]); err != nil {
-		return kids, err
+	if kids, err = decodeNode(v); err != nil {
+		return kids, fmt.Errorf("node %x: %w", key, err)
 	}
 	if kids[0].kind == kindEmpty || kids[1].kind == kindEmpty {
 		return kids, fmt.Errorf("%w: node %x does not branch", ErrCorrupt, key)
@@ -151,10 +199,8 @@ func readNode(rd Reader, r ref) ([2]ref, error) {
 // writeNode writes the children of the branching node at depth d on path's
 // side.
 func writeNode(w Writer, path Hash, d int, kids [2]ref) error {
-	v := make([]byte, nodeSize)
-	kids[0].encode(v[:refSize])
-	kids[1].encode(v[refSize:])
-	return w.Set(nodeKey(path, d), v)
+	v := make([]byte, 0, 2*leafRefSize)
+	return w.Set(nodeKey(path, d), appendRef(appendRef(v, kids[0]), kids[1]))
 }
 
 // readRoot reads the root record: Empty, 0 and an empty ref for a store
@@ -164,12 +210,15 @@ func readRoot(r Reader) (root Hash, entries uint64, top ref, err error) {
 	if err != nil || !ok {
 		return Hash{}, 0, ref{}, err
 	}
-	if len(v) != rootSize {
+	if len(v) < 32+8 {
 		return Hash{}, 0, ref{}, fmt.Errorf("%w: root record of %d bytes", ErrCorrupt, len(v))
 	}
 	copy(root[:], v)
 	entries = binary.BigEndian.Uint64(v[32:40])
-	top, err = decodeRef(v[40:])
+	top, rest, err := decodeRef(v[40:])
+	if err == nil && len(rest) != 0 {
+		err = fmt.Errorf("%w: %d bytes after the root record's ref", ErrCorrupt, len(rest))
+	}
 	return root, entries, top, err
 }
 

@@ -78,11 +78,8 @@ func Apply(r Reader, w Writer, changes []Change) (Outcome, error) {
 		return Outcome{Root: root, Entries: entries, Released: u.released}, nil
 	}
 	root = next.hashAt(0)
-	v := make([]byte, rootSize)
-	copy(v, root[:])
-	binary.BigEndian.PutUint64(v[32:40], u.entries)
-	next.encode(v[40:])
-	if err := w.Set(rootKey, v); err != nil {
+	v := binary.BigEndian.AppendUint64(append(make([]byte, 0, 32+8+leafRefSize), root[:]...), u.entries)
+	if err := w.Set(rootKey, appendRef(v, next)); err != nil {
 		return Outcome{}, err
 	}
 	return Outcome{Root: root, Entries: u.entries, Released: u.released}, nil
@@ -214,6 +211,6 @@ func join(w Writer, b int, sides [2]ref) (ref, error) {
 	case sides[1].kind == kindEmpty:
 		return sides[0], nil
 	}
-	n := ref{kind: kindNode, depth: b, key: sides[0].key, hash: NodeHash(sides[0].hashAt(b+1), sides[1].hashAt(b+1))}
+	n := ref{kind: kindNode, depth: b, key: prefix(sides[0].key, b), hash: NodeHash(sides[0].hashAt(b+1), sides[1].hashAt(b+1))}
 	return n, writeNode(w, n.key, b, sides)
 }
