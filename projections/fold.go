@@ -31,7 +31,7 @@ var _ eventlog.Folder = Folder{}
 // the state tree's records (statemap's Storage), which a rebuild rewrites.
 func (f Folder) Version() string {
 	if f.State {
-		return Version + "+state4"
+		return Version + "+state5"
 	}
 	return Version
 }
@@ -43,13 +43,12 @@ func (f Folder) Version() string {
 // only civnode's commands wrote it. Only a failure of the store is an error,
 // and it fails the log.
 func (f Folder) Fold(tx *eventlog.ModelTxn, ev *eventlog.Event) error {
-	if err := foldModels(tx, ev); err != nil {
-		return err
-	}
 	if f.State {
-		return foldStateChanges(tx, ev)
+		if err := foldStateChanges(tx, ev); err != nil {
+			return err
+		}
 	}
-	return nil
+	return foldModels(tx, ev)
 }
 
 func foldModels(tx *eventlog.ModelTxn, ev *eventlog.Event) error {
