@@ -275,7 +275,7 @@ func (t *ModelTxn) SetIndex(key, value []byte) {
 // SetDerived writes value under the derived key key (DerivedKey), as
 // SetIndex does: the record of a change that the owner of derived state
 // consumes off the write path (DerivedWrites), such as the state map's
-// changes. A fold never reads it back.
+// pending entries. A fold never reads it back.
 func (t *ModelTxn) SetDerived(key, value []byte) {
 	if t.writes == nil {
 		t.writes = make([]modelWrite, 0, 16)
@@ -309,6 +309,11 @@ func (t *ModelTxn) put(key []byte, e modelEntry) {
 // modified afterwards. Call it last, once the fold has accepted the event:
 // Rollback does not take an answer back. A rebuild drops it.
 func (t *ModelTxn) Answer(v any) { t.answer = v }
+
+// Answered is what the folds so far answered for this event (Answer), nil
+// if none did: a later fold of the same event reads the record an earlier
+// one made without decoding it again.
+func (t *ModelTxn) Answered() any { return t.answer }
 
 // Mark returns the position Rollback returns to.
 func (t *ModelTxn) Mark() int { return len(t.writes) }

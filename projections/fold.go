@@ -31,7 +31,7 @@ var _ eventlog.Folder = Folder{}
 // the state tree's records (statemap's Storage), which a rebuild rewrites.
 func (f Folder) Version() string {
 	if f.State {
-		return Version + "+state5"
+		return Version + "+state6"
 	}
 	return Version
 }
@@ -43,12 +43,13 @@ func (f Folder) Version() string {
 // only civnode's commands wrote it. Only a failure of the store is an error,
 // and it fails the log.
 func (f Folder) Fold(tx *eventlog.ModelTxn, ev *eventlog.Event) error {
-	if f.State {
-		if err := foldStateChanges(tx, ev); err != nil {
-			return err
-		}
+	if err := foldModels(tx, ev); err != nil {
+		return err
 	}
-	return foldModels(tx, ev)
+	if f.State {
+		return foldStateChanges(tx, ev)
+	}
+	return nil
 }
 
 func foldModels(tx *eventlog.ModelTxn, ev *eventlog.Event) error {

@@ -9,42 +9,26 @@ import (
 )
 
 // The state map's changes. A folder with the state map on (Folder.State)
-// records, for each event that changes entries of the map, before the
-// models fold it, each entry's value as it stood before the event, under
-// two derived keys:
+// records, for each event that changes entries of the map, each entry's
+// value after the event, under the derived key
 //
 //	'p' ‖ seq (8 bytes, big-endian) ‖ SHA-256(key)  →  flag ‖ uvarint len(key) ‖ key ‖ value
-//	'q' ‖ SHA-256(key) ‖ seq                        →  (empty)
 //
-// (flag 1: the record existed and value is its JCS form; 0: it did not).
-// The 'p' records, in seq order, name the entries each event changed; the
-// 'q' index finds an entry's first change after a seq. An entry's value at
-// seq E is therefore the value its first change after E recorded, or, when
-// it has not changed since E, the value the models give now: nothing is
-// copied, and a create, whose entry did not exist before, records no value
-// at all. Because the records are written by the fold, in the event's own
-// batch, they are a pure function of the chain like the models: the node,
-// a mirror and a replay derive the same tree at every seq, however far
-// their folds have run past it. The state tree (statetree.go) consumes
-// them up to the seq it commits to and deletes them.
-const (
-	changePrefix = 'p'
-	indexPrefix  = 'q'
-)
+// (flag 1: the record exists and value is its JCS form; 0: it does not).
+// Because they are written by the fold, in the event's own batch, they are
+// a pure function of the chain like the records: the node, a mirror and a
+// replay derive the same tree at every seq, however far their folds have
+// run past it. The state tree (statetree.go) takes those past its commit in
+// seq order up to the seq it commits to. Of each entry's changes it keeps
+// the newest, which is where a proof reads the entry's value, and deletes
+// the others: a value is written once, by the fold, and never copied.
+const changePrefix = 'p'
 
 // changeKey is the derived key of the change of the entry kh at seq.
 func changeKey(seq uint64, kh statemap.Hash) []byte {
 	k := make([]byte, 0, 1+8+len(kh))
 	k = binary.BigEndian.AppendUint64(append(k, changePrefix), seq)
 	return append(k, kh[:]...)
-}
-
-// changeIndexKey is the derived key that indexes the change of the entry kh at
-// seq by the entry.
-func changeIndexKey(kh statemap.Hash, seq uint64) []byte {
-	k := make([]byte, 0, 1+len(kh)+8)
-	k = append(append(k, indexPrefix), kh[:]...)
-	return binary.BigEndian.AppendUint64(k, seq)
 }
 
 // changeBound is the first change key of seq: the range of the changes
@@ -76,25 +60,32 @@ func decodeChange(b []byte) (key string, value []byte, ok bool, err error) {
 	return string(rest[:n]), rest[n:], b[0] == 1, nil
 }
 
-// foldStateChanges records the entries ev changes, with their values
-// before it, read through the fold's own transaction before the models
-// fold ev. An event whose payload does not decode changes no model, and so
-// no entry; an event a model refuses leaves records that name an entry
-// with the value it keeps, which a round finds unchanged.
+// foldStateChanges records the entries ev changed, with their values after
+// it, read through the fold's own transaction. An event whose payload does
+// not decode changed no model, and so no entry.
 func foldStateChanges(tx *eventlog.ModelTxn, ev *eventlog.Event) error {
 	keys, err := AppendStateKeys(nil, ev)
 	if err != nil || len(keys) == 0 {
 		return nil
 	}
 	sv := StateView{r: tx}
+	// The mission fold answers with the mission it wrote: its value is
+	// rendered from that, not decoded again from the bytes just stored.
+	folded, _ := tx.Answered().(*written)
 	for _, k := range keys {
-		value, ok, err := sv.Value(k)
-		if err != nil {
-			return fmt.Errorf("state map entry %q before seq %d: %w", k, ev.Seq, err)
+		var value []byte
+		var ok bool
+		var err error
+		if kind, id, _ := SplitStateKey(k); folded != nil && kind == StateKindMission && id == folded.m.MissionID {
+			value, err = sv.missionValue(tx, folded.m)
+			ok = err == nil
+		} else {
+			value, ok, err = sv.Value(k)
 		}
-		kh := statemap.HashKey(k)
-		tx.SetDerived(changeKey(ev.Seq, kh), encodeChange(k, value, ok))
-		tx.SetDerived(changeIndexKey(kh, ev.Seq), []byte{})
+		if err != nil {
+			return fmt.Errorf("state map entry %q at seq %d: %w", k, ev.Seq, err)
+		}
+		tx.SetDerived(changeKey(ev.Seq, statemap.HashKey(k)), encodeChange(k, value, ok))
 	}
 	return nil
 }

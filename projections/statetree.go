@@ -4,9 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"math"
 	"runtime"
-	"slices"
 	"sync"
 	"weak"
 
@@ -16,18 +14,18 @@ import (
 
 // The state tree lives beside the read models, in the log's derived space
 // (eventlog.DerivedWrites), under keys of its own next to the changes the
-// folds record ('p' and 'q', statemap_changes.go):
+// folds record ('p', statemap_changes.go):
 //
-//	't' ‖ record key            → the tree's records (statemap's layout)
+//	't' ‖ record key            → the tree's records (statemap's layout); each
+//	                              entry's locator is the seq of the change
+//	                              that holds its value, which a proof hands out
 //	'm'                         → the commit: through seq ‖ commitment seq ‖
 //	                              root ‖ entries (8, 8, 32, 8 bytes)
 //
-// The tree holds each entry's value hash; the value a proof hands out is
-// read where the changes say it is (proveEntry). A round reads the tree,
-// the changes and the models through one view, and writes the tree's
-// changed records, the deletion of the changes it consumed, and the commit
-// in one batch: a crash leaves the tree at one commit or the next, never
-// between.
+// A round reads the tree and the changes through one view, and writes the
+// tree's changed records, the deletion of the changes no entry holds any
+// longer, and the commit in one batch: a crash leaves the tree at one commit
+// or the next, never between.
 const (
 	treePrefix   = 't'
 	commitPrefix = 'm'
@@ -118,53 +116,38 @@ func PrepareState(log *eventlog.Log, through uint64) (*StateRound, error) {
 	if through < last.ThroughSeq {
 		return nil, fmt.Errorf("%w: at %d, asked for %d", ErrStateBehind, last.ThroughSeq, through)
 	}
-	applied, err := appliedSeq(v)
-	if err != nil {
-		return nil, err
+	// The newest change of each entry through seq through, and the changes
+	// it supersedes.
+	type newest struct {
+		seq   uint64
+		value statemap.Hash
+		ok    bool
 	}
-	if through > applied {
-		return nil, fmt.Errorf("the state tree through seq %d: the models are at seq %d", through, applied)
-	}
-	// The entries the events after the last commit through seq through
-	// changed, and for each, the first change after through, which holds
-	// its value at through.
-	changed := map[statemap.Hash]string{}
-	after := map[statemap.Hash]stateValue{}
-	var consumed [][]byte
-	lo, hi := eventlog.DerivedKey(changeBound(last.ThroughSeq+1)), eventlog.DerivedKey(changeBound(applied+1))
+	latest := map[statemap.Hash]newest{}
+	var superseded [][]byte
+	lo, hi := eventlog.DerivedKey(changeBound(last.ThroughSeq+1)), eventlog.DerivedKey(changeBound(through+1))
 	err = v.Scan(lo, hi, false, func(k, val []byte) (bool, error) {
-		key, value, ok, err := decodeChange(val)
+		_, value, ok, err := decodeChange(val)
 		if err != nil || len(k) != 1+1+8+32 {
 			return false, storeErr(fmt.Errorf("state change %x: %w", k, errChange))
 		}
 		kh, seq := statemap.Hash(k[10:]), binary.BigEndian.Uint64(k[2:10])
-		if seq <= through {
-			changed[kh] = key
-			consumed = append(consumed, changeIndexKey(kh, seq))
-		} else if _, ok2 := changed[kh]; ok2 {
-			if _, seen := after[kh]; !seen {
-				after[kh] = stateValue{value: slices.Clone(value), ok: ok}
-			}
+		if prev, ok := latest[kh]; ok {
+			superseded = append(superseded, changeKey(prev.seq, kh))
 		}
+		n := newest{seq: seq, ok: ok}
+		if ok {
+			n.value = statemap.HashValue(value)
+		}
+		latest[kh] = n
 		return true, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	sv := StateView{r: v}
-	changes := make([]statemap.Change, 0, len(changed))
-	for kh, key := range changed {
-		e, ok := after[kh]
-		if !ok {
-			if e.value, e.ok, err = sv.Value(key); err != nil {
-				return nil, fmt.Errorf("state map entry %q: %w", key, err)
-			}
-		}
-		if e.ok {
-			changes = append(changes, statemap.Change{KeyHash: kh, ValueHash: statemap.HashValue(e.value)})
-		} else {
-			changes = append(changes, statemap.Change{KeyHash: kh, Delete: true})
-		}
+	changes := make([]statemap.Change, 0, len(latest))
+	for kh, e := range latest {
+		changes = append(changes, statemap.Change{KeyHash: kh, ValueHash: e.value, Delete: !e.ok, Loc: e.seq})
 	}
 
 	w, err := log.DerivedWrites()
@@ -174,20 +157,22 @@ func PrepareState(log *eventlog.Log, through uint64) (*StateRound, error) {
 	cache := treeCache(log)
 	r := &StateRound{StateCommit: StateCommit{ThroughSeq: through}, Changes: len(changes), w: w,
 		cw: cache.Writer(treeWriter{w}), from: last.version()}
-	r.Root, r.Entries, err = statemap.Update(cache.Reader(treeReader{v}, r.from), r.cw, changes)
+	o, err := statemap.Apply(cache.Reader(treeReader{v}, r.from), r.cw, changes)
 	if err != nil {
 		w.Close()
 		return nil, storeErr(fmt.Errorf("update the state tree through seq %d: %w", through, err))
 	}
-	err = w.DeleteRange(changeBound(0), changeBound(through+1))
-	for _, k := range consumed {
-		if err == nil {
-			err = w.Delete(k)
-		}
+	r.Root, r.Entries = o.Root, o.Entries
+	// Each entry's value is now its newest change, which the tree names:
+	// the changes it superseded go, with those the tree released.
+	for _, e := range o.Released {
+		superseded = append(superseded, changeKey(e.Loc, e.KeyHash))
 	}
-	if err != nil {
-		w.Close()
-		return nil, storeErr(err)
+	for _, k := range superseded {
+		if err := w.Delete(k); err != nil {
+			w.Close()
+			return nil, storeErr(err)
+		}
 	}
 	return r, nil
 }
@@ -225,79 +210,38 @@ func RecordStateCommitment(log *eventlog.Log, c StateCommit) error {
 	return w.Commit()
 }
 
-// stateValue is an entry's value, ok false for an entry the map does not
-// hold.
-type stateValue struct {
-	value []byte
-	ok    bool
-}
-
-// appliedSeq is the seq of the last event the models in v folded.
-func appliedSeq(v *eventlog.ModelView) (uint64, error) {
-	b, ok, err := v.Get(modelAppliedKey)
-	if err != nil {
-		return 0, storeErr(err)
-	}
-	if !ok {
-		return 0, nil
-	}
-	if len(b) != 8 {
-		return 0, storeErr(fmt.Errorf("the models' applied seq is %d bytes", len(b)))
-	}
-	return binary.BigEndian.Uint64(b), nil
-}
-
-// proveEntry proves key against the tree's commit in v, a view of log,
-// and reads its value as of the commit's seq: the value the entry's first
-// change after that seq recorded, or the models' when it has not changed
-// since. The value must hash to the one the tree holds.
-func proveEntry(log *eventlog.Log, v *eventlog.ModelView, key string) (statemap.Proof, []byte, error) {
+// proveEntry proves the entry kh against the tree's commit in v, a view of
+// log, and reads its key and value from the change the tree names.
+func proveEntry(log *eventlog.Log, v *eventlog.ModelView, kh statemap.Hash) (p statemap.Proof, key string, value []byte, ok bool, err error) {
 	c, err := StateTreeCommit(v)
 	if err != nil {
-		return statemap.Proof{}, nil, err
+		return statemap.Proof{}, "", nil, false, err
 	}
-	kh := statemap.HashKey(key)
-	p, held, ok, err := statemap.ProveEntry(treeCache(log).Reader(treeReader{v}, c.version()), kh)
+	p, e, ok, err := statemap.ProveEntry(treeCache(log).Reader(treeReader{v}, c.version()), kh)
 	if err != nil {
-		return statemap.Proof{}, nil, storeErr(err)
+		return statemap.Proof{}, "", nil, false, storeErr(err)
 	}
 	if !ok {
-		return p, nil, nil
+		return p, "", nil, false, nil
 	}
-	var e stateValue
-	next, found := uint64(0), false
-	err = v.Scan(eventlog.DerivedKey(changeIndexKey(kh, c.ThroughSeq+1)), eventlog.DerivedKey(changeIndexKey(kh, math.MaxUint64)), false, func(k, _ []byte) (bool, error) {
-		next, found = binary.BigEndian.Uint64(k[len(k)-8:]), true
-		return false, nil
-	})
+	b, found, err := v.Get(eventlog.DerivedKey(changeKey(e.Loc, kh)))
 	if err != nil {
-		return statemap.Proof{}, nil, storeErr(err)
+		return statemap.Proof{}, "", nil, false, storeErr(err)
 	}
 	if found {
-		b, ok, err := v.Get(eventlog.DerivedKey(changeKey(next, kh)))
-		if err == nil && !ok {
-			err = fmt.Errorf("state entry %q: no change at seq %d: %w", key, next, errChange)
-		}
-		if err == nil {
-			_, e.value, e.ok, err = decodeChange(b)
-		}
-		if err != nil {
-			return statemap.Proof{}, nil, storeErr(err)
-		}
-	} else if e.value, e.ok, err = (&StateView{r: v}).Value(key); err != nil {
-		return statemap.Proof{}, nil, err
+		key, value, found, err = decodeChange(b)
 	}
-	if !e.ok || statemap.HashValue(e.value) != held {
-		return statemap.Proof{}, nil, storeErr(fmt.Errorf("state entry %q: the value read (present %v) is not the one the tree holds", key, e.ok))
+	if !found || err != nil {
+		return statemap.Proof{}, "", nil, false, storeErr(fmt.Errorf("state entry %s: its change at seq %d: %w", kh, e.Loc, errChange))
 	}
-	return p, e.value, nil
+	return p, key, value, true, nil
 }
 
 // ProveState proves key against the tree's commit in v, a view of log,
 // reading the tree through log's cache: its value (nil when absent) and the
 // tree proof.
 func ProveState(log *eventlog.Log, v *eventlog.ModelView, key string) (value []byte, proof statemap.Proof, err error) {
-	p, value, err := proveEntry(log, v, key)
+	p, _, value, _, err := proveEntry(log, v, statemap.HashKey(key))
 	return value, p, err
 }
 

@@ -218,7 +218,7 @@ func BenchmarkVerify(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	v, _, err := Lookup(s, keys[7])
+	v, _, _, err := Lookup(s, keys[7])
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,9 +6,9 @@ import "sync"
 // bytes, so that the levels every update and proof walk through are read
 // from memory rather than from the store. Its readers name the tree they
 // read by a version, a hash that names one tree and so its records: its
-// root (the records are a function of the entries), or one of the
-// caller's that names the state of its store. The cache holds records of
-// one version, and a reader of any other goes to its store. A committed Update moves it to the next
+// root where the same entries always have the same locators, else one of
+// the caller's. The cache holds records of one version, and a reader of
+// any other goes to its store. A committed Update moves it to the next
 // version by its writes (CacheWriter.Committed). It is safe for concurrent
 // use.
 type Cache struct {

@@ -52,7 +52,7 @@ func checkRecords(t testing.TB, s *MemStore, m map[Hash]Hash) {
 	branches := refBranches(m)
 	nodes := 0
 	for k, v := range m {
-		got, ok, err := Lookup(s, k)
+		got, _, ok, err := Lookup(s, k)
 		if err != nil || !ok || got != v {
 			t.Fatalf("entry %s: the tree holds %s (%v, %v), the map %s", k, got, ok, err, v)
 		}

@@ -60,7 +60,7 @@
 // A ref names a subtree without reading it, and begins with its kind:
 //
 //	0 (empty)                                          nothing more
-//	1 (one entry)  key hash (32) ‖ value hash (32)
+//	1 (one entry)  key hash (32) ‖ value hash (32) ‖ locator (8, big-endian)
 //	2 (two or more) depth (1) ‖ prefix (⌈depth/8⌉) ‖ hash (32)
 //
 // A node's ref gives the depth where its entries first branch, their
@@ -70,8 +70,10 @@
 // between a subtree's own depth and the depth where it branches has an
 // empty sibling, so its hash at its own depth folds from the ref with no
 // read. An entry is stored only in the ref of its leaf: a lookup walks its
-// path as a proof does. The records are a pure function of the map's
-// entries, so of its root.
+// path as a proof does. The locator is the caller's (Change.Loc), 8 bytes
+// it stores beside an entry to find the value the tree holds only the hash
+// of; it is never hashed. The records are a pure function of the map's
+// entries and their locators.
 //
 // Update takes a batch of changes, sorted by key hash, and walks down from
 // the root's ref along their paths, one read per branching node they pass,
@@ -87,7 +89,7 @@
 // batch takes its writes. Prove reads the root record and one node record
 // per branching node on the key's path, and so does Lookup.
 //
-// At a million entries the records hold about 107 bytes of keys and values
+// At a million entries the records hold about 115 bytes of keys and values
 // per entry, one node's.
 //
 // A Cache keeps the root and node records of one tree in memory within a

@@ -25,25 +25,25 @@ func Prove(r Reader, k Hash) (Proof, error) {
 	return p, err
 }
 
-// ProveEntry is Prove, and also returns k's value hash when the map holds
-// it.
-func ProveEntry(r Reader, k Hash) (p Proof, valueHash Hash, found bool, err error) {
+// ProveEntry is Prove, and also returns k's entry when the map holds it:
+// its value hash and locator.
+func ProveEntry(r Reader, k Hash) (p Proof, e Entry, found bool, err error) {
 	p = Proof{Siblings: []Hash{}}
 	_, _, cur, err := readRoot(r)
 	if err != nil {
-		return Proof{}, Hash{}, false, err
+		return Proof{}, Entry{}, false, err
 	}
 	for d := 0; ; {
 		switch cur.kind {
 		case kindEmpty:
-			return p, Hash{}, false, nil
+			return p, Entry{}, false, nil
 		case kindLeaf:
 			if cur.key != k {
 				other := cur
 				p.KeyHash, p.ValueHash = &other.key, &other.hash
-				return p, Hash{}, false, nil
+				return p, Entry{}, false, nil
 			}
-			return p, cur.hash, true, nil
+			return p, Entry{KeyHash: cur.key, ValueHash: cur.hash, Loc: cur.loc}, true, nil
 		}
 		// Between d and the branching depth b every sibling is empty; the
 		// path either leaves the subtree on the way (j < b), where its own
@@ -54,14 +54,14 @@ func ProveEntry(r Reader, k Hash) (p Proof, valueHash Hash, found bool, err erro
 				p.Siblings = append(p.Siblings, Hash{})
 			}
 			p.Siblings = append(p.Siblings, cur.hashAt(j+1))
-			return p, Hash{}, false, nil
+			return p, Entry{}, false, nil
 		}
 		for ; d < b; d++ {
 			p.Siblings = append(p.Siblings, Hash{})
 		}
 		kids, err := readNode(r, cur)
 		if err != nil {
-			return Proof{}, Hash{}, false, err
+			return Proof{}, Entry{}, false, err
 		}
 		p.Siblings = append(p.Siblings, kids[1-k.Bit(b)].hashAt(b+1))
 		cur, d = kids[k.Bit(b)], b+1

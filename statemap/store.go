@@ -48,9 +48,17 @@ func nodeKey(path Hash, d int) []byte {
 	return b
 }
 
-// entry is one key hash and its value hash.
+// Entry is one entry of the map as its tree stores it: the key and value
+// hashes, and the locator the caller gave it (Change.Loc).
+type Entry struct {
+	KeyHash, ValueHash Hash
+	Loc                uint64
+}
+
+// entry is one key hash, its value hash and its locator.
 type entry struct {
 	key, value Hash
+	loc        uint64
 }
 
 // The kinds of subtree a ref names.
@@ -66,19 +74,21 @@ const (
 // (which name the node record; the bits past depth are zero), and the hash
 // of the subtree at that depth. Every level between a subtree's own depth
 // and its branching depth has an empty sibling, so the subtree's hash at
-// any depth follows (hashAt).
+// any depth follows (hashAt). A leaf's ref also carries the entry's locator
+// (Change.Loc), which is stored and never hashed.
 type ref struct {
 	kind  byte
 	depth int
 	key   Hash
 	hash  Hash // the value hash of a leaf, the branching node's hash of a node
+	loc   uint64
 }
 
-// An encoded ref is its kind, then for a leaf the key hash and value hash
-// (65 bytes), and for a node the depth, the ⌈depth/8⌉ bytes of the
+// An encoded ref is its kind, then for a leaf the key hash, value hash and
+// locator (73 bytes), and for a node the depth, the ⌈depth/8⌉ bytes of the
 // key's prefix and the hash (34 to 66 bytes); an empty ref is its kind.
 const (
-	leafRefSize = 1 + 32 + 32
+	leafRefSize = 1 + 32 + 32 + 8
 	minRefSize  = 1
 )
 
@@ -87,7 +97,8 @@ func appendRef(b []byte, r ref) []byte {
 	b = append(b, r.kind)
 	switch r.kind {
 	case kindLeaf:
-		return append(append(b, r.key[:]...), r.hash[:]...)
+		b = append(append(b, r.key[:]...), r.hash[:]...)
+		return binary.BigEndian.AppendUint64(b, r.loc)
 	case kindNode:
 		b = append(b, byte(r.depth))
 		b = append(b, r.key[:(r.depth+7)/8]...)
@@ -115,6 +126,7 @@ func decodeRef(b []byte) (ref, []byte, error) {
 		}
 		copy(r.key[:], b[1:33])
 		copy(r.hash[:], b[33:65])
+		r.loc = binary.BigEndian.Uint64(b[65:73])
 		return r, b[leafRefSize:], nil
 	case kindNode:
 		if len(b) < 2 {
@@ -217,9 +229,9 @@ func Root(r Reader) (root Hash, entries uint64, err error) {
 	return root, entries, err
 }
 
-// Lookup returns the value hash stored for key hash k, walking its path as
-// Prove does.
-func Lookup(r Reader, k Hash) (valueHash Hash, ok bool, err error) {
-	_, valueHash, ok, err = ProveEntry(r, k)
-	return valueHash, ok, err
+// Lookup returns the value hash and locator stored for key hash k, walking
+// its path as Prove does.
+func Lookup(r Reader, k Hash) (valueHash Hash, loc uint64, ok bool, err error) {
+	_, e, ok, err := ProveEntry(r, k)
+	return e.ValueHash, e.Loc, ok, err
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -204,5 +205,53 @@ func TestUpdateMatchesReference(t *testing.T) {
 	apply(all)
 	if s.Len() != 1 {
 		t.Fatalf("%d records left in an emptied map", s.Len())
+	}
+}
+
+// TestApplyReleases: an entry keeps the locator of the change that set its
+// value, and Apply releases each locator no entry holds any longer: the
+// entry's old one when its value changes or it goes, and those of changes
+// that change nothing or remove.
+func TestApplyReleases(t *testing.T) {
+	s := new(MemStore)
+	k1, k2, k3 := HashKey("mission/1"), HashKey("mission/2"), HashKey("mission/3")
+	a, b := HashValue([]byte("a")), HashValue([]byte("b"))
+	apply := func(cs ...Change) []Entry {
+		t.Helper()
+		o, err := Apply(s, s, cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(o.Released, func(x, y Entry) int { return int(x.Loc) - int(y.Loc) })
+		return o.Released
+	}
+	locOf := func(k Hash) (uint64, bool) {
+		t.Helper()
+		_, loc, ok, err := Lookup(s, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return loc, ok
+	}
+	if got := apply(Change{KeyHash: k1, ValueHash: a, Loc: 1}, Change{KeyHash: k2, ValueHash: a, Loc: 2}); len(got) != 0 {
+		t.Fatalf("new entries released %v", got)
+	}
+	got := apply(Change{KeyHash: k1, ValueHash: b, Loc: 3}, Change{KeyHash: k2, ValueHash: a, Loc: 4}, Change{KeyHash: k3, Delete: true, Loc: 5})
+	want := []Entry{{KeyHash: k1, ValueHash: a, Loc: 1}, {KeyHash: k2, ValueHash: a, Loc: 4}, {KeyHash: k3, Loc: 5}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("released %+v, want %+v", got, want)
+	}
+	if loc, ok := locOf(k1); !ok || loc != 3 {
+		t.Fatalf("mission/1 at locator %d (%v), want 3", loc, ok)
+	}
+	if loc, ok := locOf(k2); !ok || loc != 2 {
+		t.Fatalf("mission/2 set to the value it had moved to locator %d (%v), want 2", loc, ok)
+	}
+	got = apply(Change{KeyHash: k1, Delete: true, Loc: 6})
+	if want := []Entry{{KeyHash: k1, ValueHash: b, Loc: 3}, {KeyHash: k1, Loc: 6}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("released %+v, want %+v", got, want)
+	}
+	if _, ok := locOf(k1); ok {
+		t.Fatal("mission/1 is still held after its removal")
 	}
 }

@@ -8,11 +8,15 @@ import (
 	"sort"
 )
 
-// Change is one entry set to a value hash, or removed.
+// Change is one entry set to a value hash, or removed. Loc is the caller's
+// locator of the value, for a caller that keeps values itself: the tree
+// stores it beside the entry, never hashes it, and hands it back (Lookup,
+// ProveEntry, Outcome.Released).
 type Change struct {
 	KeyHash   Hash
 	ValueHash Hash
 	Delete    bool
+	Loc       uint64
 }
 
 // Put is the change that sets key's record to value.
@@ -37,38 +41,56 @@ func Remove(key string) Change {
 // (ErrDuplicateChange) before anything is written. After an error the
 // caller discards w's writes.
 func Update(r Reader, w Writer, changes []Change) (root Hash, entries uint64, err error) {
+	o, err := Apply(r, w, changes)
+	return o.Root, o.Entries, err
+}
+
+// Outcome is what Apply made of a batch of changes.
+type Outcome struct {
+	Root    Hash
+	Entries uint64
+	// Released are the locators no entry holds after the batch: those of
+	// the entries it removed or set to another value, and those of its own
+	// changes that changed nothing (an entry keeps its locator when set to
+	// the value it has, and a removal has none to keep).
+	Released []Entry
+}
+
+// Apply is Update, and also returns the locators the batch released.
+func Apply(r Reader, w Writer, changes []Change) (Outcome, error) {
 	root, entries, top, err := readRoot(r)
 	if err != nil {
-		return Hash{}, 0, err
+		return Outcome{}, err
 	}
 	cs := slices.Clone(changes)
 	slices.SortFunc(cs, func(a, b Change) int { return bytes.Compare(a.KeyHash[:], b.KeyHash[:]) })
 	for i := 1; i < len(cs); i++ {
 		if cs[i].KeyHash == cs[i-1].KeyHash {
-			return Hash{}, 0, fmt.Errorf("%w: %s", ErrDuplicateChange, cs[i].KeyHash)
+			return Outcome{}, fmt.Errorf("%w: %s", ErrDuplicateChange, cs[i].KeyHash)
 		}
 	}
 	u := updater{r: r, w: w, entries: entries}
 	next, err := u.update(0, cs, top)
 	if err != nil {
-		return Hash{}, 0, err
+		return Outcome{}, err
 	}
 	if next == top {
-		return root, entries, nil
+		return Outcome{Root: root, Entries: entries, Released: u.released}, nil
 	}
 	root = next.hashAt(0)
 	v := binary.BigEndian.AppendUint64(append(make([]byte, 0, 32+8+leafRefSize), root[:]...), u.entries)
 	if err := w.Set(rootKey, appendRef(v, next)); err != nil {
-		return Hash{}, 0, err
+		return Outcome{}, err
 	}
-	return root, u.entries, nil
+	return Outcome{Root: root, Entries: u.entries, Released: u.released}, nil
 }
 
 // updater is one Update's store and its running entry count.
 type updater struct {
-	r       Reader
-	w       Writer
-	entries uint64
+	r        Reader
+	w        Writer
+	entries  uint64
+	released []Entry
 }
 
 // update applies cs, sorted, distinct and sharing their first d bits, to
@@ -128,6 +150,7 @@ func (u *updater) rebuild(d int, cs []Change, cur ref) (ref, error) {
 		present := cur.kind == kindLeaf && c.KeyHash == cur.key
 		switch {
 		case c.Delete && !present, !c.Delete && present && c.ValueHash == cur.hash:
+			u.released = append(u.released, Entry{KeyHash: c.KeyHash, ValueHash: c.ValueHash, Loc: c.Loc})
 			continue
 		case c.Delete:
 			u.entries--
@@ -136,10 +159,13 @@ func (u *updater) rebuild(d int, cs []Change, cur ref) (ref, error) {
 		}
 		if present {
 			kept = false
+			u.released = append(u.released, Entry{KeyHash: cur.key, ValueHash: cur.hash, Loc: cur.loc})
 		}
 		changed = true
-		if !c.Delete {
-			es = append(es, entry{c.KeyHash, c.ValueHash})
+		if c.Delete {
+			u.released = append(u.released, Entry{KeyHash: c.KeyHash, Loc: c.Loc})
+		} else {
+			es = append(es, entry{c.KeyHash, c.ValueHash, c.Loc})
 		}
 	}
 	if !changed {
@@ -147,7 +173,7 @@ func (u *updater) rebuild(d int, cs []Change, cur ref) (ref, error) {
 	}
 	if kept {
 		i := sort.Search(len(es), func(i int) bool { return bytes.Compare(es[i].key[:], cur.key[:]) > 0 })
-		es = slices.Insert(es, i, entry{cur.key, cur.hash})
+		es = slices.Insert(es, i, entry{cur.key, cur.hash, cur.loc})
 	}
 	return build(u.w, d, es)
 }
@@ -159,7 +185,7 @@ func build(w Writer, d int, es []entry) (ref, error) {
 	case 0:
 		return ref{}, nil
 	case 1:
-		return ref{kind: kindLeaf, key: es[0].key, hash: es[0].value}, nil
+		return ref{kind: kindLeaf, key: es[0].key, hash: es[0].value, loc: es[0].loc}, nil
 	}
 	b := commonPrefix(es[0].key, es[len(es)-1].key)
 	split := sort.Search(len(es), func(i int) bool { return es[i].key.Bit(b) == 1 })
