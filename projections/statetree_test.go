@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"testing"
 
@@ -126,6 +127,62 @@ func TestStateTreeRounds(t *testing.T) {
 	defer r.Close()
 	if r.Root != last.Root || r.Entries != last.Entries {
 		t.Fatalf("after a rebuild, one round gives %s of %d entries, the rounds gave %s of %d", r.Root, r.Entries, last.Root, last.Entries)
+	}
+}
+
+// TestStateTreeBehindTheModels folds a chain of every event type to its
+// end first and only then brings the tree through the seqs it passed, one
+// after another, as a node whose committer lags its writes and a mirror or
+// a replay do: each round's root is the whole map's as it stood at that
+// seq, and every proof hands out the value an entry had then (the change
+// the tree names, however many followed it) and verifies, while an entry
+// made later is proved absent.
+func TestStateTreeBehindTheModels(t *testing.T) {
+	c := newChain(t, func(o *eventlog.Options) { o.Models = projections.Folder{State: true} })
+	drafts := slices.DeleteFunc(stateChain(t), func(d eventlog.Draft) bool { return d.Type == events.TypeStateCommitted })
+	type point struct {
+		seq     uint64
+		root    statemap.Hash
+		entries map[string]string
+	}
+	var points []point
+	for i := 0; i < len(drafts); i += 3 {
+		if _, err := c.log.Append(context.Background(), drafts[i:min(i+3, len(drafts))]...); err != nil {
+			t.Fatal(err)
+		}
+		root, _, entries := fullStateRoot(t, c.log)
+		points = append(points, point{durableSeq(t, c.log), root, entries})
+	}
+	final := points[len(points)-1].entries
+	for _, pt := range points {
+		r, err := projections.PrepareState(c.log, pt.seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Commit(0); err != nil {
+			t.Fatal(err)
+		}
+		if r.Root != pt.root || r.Entries != uint64(len(pt.entries)) {
+			t.Fatalf("through seq %d: root %s of %d entries, the map then %s of %d", pt.seq, r.Root, r.Entries, pt.root, len(pt.entries))
+		}
+		v, err := c.log.DerivedView()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range maps.Keys(final) {
+			value, p, err := projections.ProveState(c.log, v, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, held := pt.entries[k]
+			if held && string(value) != want || !held && value != nil {
+				t.Fatalf("through seq %d: %s is %s, was %s (%v)", pt.seq, k, value, want, held)
+			}
+			if err := statemap.Verify(r.Root, k, value, p); err != nil {
+				t.Fatalf("through seq %d: %s: %v", pt.seq, k, err)
+			}
+		}
+		v.Close()
 	}
 }
 
