@@ -31,7 +31,7 @@ var _ eventlog.Folder = Folder{}
 // the state tree's records (statemap's Storage), which a rebuild rewrites.
 func (f Folder) Version() string {
 	if f.State {
-		return Version + "+state6"
+		return Version + "+state7"
 	}
 	return Version
 }

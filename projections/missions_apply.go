@@ -119,6 +119,14 @@ type written struct {
 	result *string
 }
 
+// createdMission is the mission the event ev, whose payload is pl, creates:
+// a function of the event alone, which the state map relies on
+// (statemap_changes.go).
+func createdMission(ev *eventlog.Event, pl events.MissionCreated) *missionState {
+	return &missionState{Seq: ev.Seq, MissionCreated: pl, State: events.StateCreated,
+		CreatedAt: ev.Timestamp, UpdatedAt: ev.Timestamp, EventIDs: []string{ev.ID}}
+}
+
 func applyCreated(w writer, ev *eventlog.Event) error {
 	pl, err := payloadOf[events.MissionCreated](ev)
 	if err != nil {
@@ -138,8 +146,7 @@ func applyCreated(w writer, ev *eventlog.Event) error {
 	if r := pl.Reward; r.AgentCredit < 0 || r.Reputation < 0 || r.Capacity < 0 || r.TreasuryShareCredit < 0 {
 		return errors.New("negative reward")
 	}
-	m := &missionState{Seq: ev.Seq, MissionCreated: pl, State: events.StateCreated,
-		CreatedAt: ev.Timestamp, UpdatedAt: ev.Timestamp, EventIDs: []string{ev.ID}}
+	m := createdMission(ev, pl)
 	entries := [][2]string{{indexAll, ""}, {indexState, m.State}, {indexSubnet, m.SubnetID},
 		{indexDomain, m.Domain}, {indexPublisher, m.Publisher}, {indexIssuer, m.IssuerDID}, {indexActive, m.IssuerDID}}
 	if m.RequiredRole != nil {

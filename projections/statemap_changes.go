@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/eventlog/events"
 	"github.com/civnode/civnode/statemap"
 )
 
@@ -12,17 +13,28 @@ import (
 // records, for each event that changes entries of the map, each entry's
 // value after the event, under the derived key
 //
-//	'p' ‖ seq (8 bytes, big-endian) ‖ SHA-256(key)  →  flag ‖ uvarint len(key) ‖ key ‖ value
+//	'p' ‖ seq (8 bytes, big-endian) ‖ SHA-256(key)  →  kind ‖ … ‖ uvarint len(key) ‖ key ‖ …
 //
-// (flag 1: the record exists and value is its JCS form; 0: it does not).
+// where kind 0 (the entry does not exist) is followed by the key alone,
+// kind 1 by the key and the value (the record's JCS form), and kind 2, a
+// mission the event at seq created, by SHA-256(value) and then the key: that
+// value is a function of the event alone (createdMission), which the chain
+// holds, so the record need not repeat a mission's JSON for every create.
 // Because they are written by the fold, in the event's own batch, they are
 // a pure function of the chain like the records: the node, a mirror and a
 // replay derive the same tree at every seq, however far their folds have
 // run past it. The state tree (statetree.go) takes those past its commit in
 // seq order up to the seq it commits to. Of each entry's changes it keeps
 // the newest, which is where a proof reads the entry's value, and deletes
-// the others: a value is written once, by the fold, and never copied.
+// the others.
 const changePrefix = 'p'
+
+// The kinds of change record.
+const (
+	changeAbsent  = 0
+	changeValue   = 1
+	changeCreated = 2
+)
 
 // changeKey is the derived key of the change of the entry kh at seq.
 func changeKey(seq uint64, kh statemap.Hash) []byte {
@@ -39,25 +51,62 @@ func changeBound(seq uint64) []byte {
 
 func encodeChange(key string, value []byte, ok bool) []byte {
 	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(key)+len(value))
-	flag := byte(0)
-	if ok {
-		flag = 1
+	if !ok {
+		return append(binary.AppendUvarint(append(b, changeAbsent), uint64(len(key))), key...)
 	}
-	b = binary.AppendUvarint(append(b, flag), uint64(len(key)))
+	b = binary.AppendUvarint(append(b, changeValue), uint64(len(key)))
 	return append(append(b, key...), value...)
 }
 
-// decodeChange is encodeChange's inverse; value aliases b.
-func decodeChange(b []byte) (key string, value []byte, ok bool, err error) {
-	if len(b) < 2 || b[0] > 1 {
-		return "", nil, false, errChange
+// encodeCreated is the record of the mission key the event at the
+// record's seq created, whose value hashes to h.
+func encodeCreated(key string, h statemap.Hash) []byte {
+	b := make([]byte, 0, 1+len(h)+binary.MaxVarintLen64+len(key))
+	b = append(append(b, changeCreated), h[:]...)
+	return append(binary.AppendUvarint(b, uint64(len(key))), key...)
+}
+
+// change is a decoded change record; value aliases the record.
+type change struct {
+	kind  byte
+	key   string
+	value []byte        // kind changeValue
+	hash  statemap.Hash // kind changeCreated
+}
+
+// valueHash is the hash of the entry's value after the change.
+func (c change) valueHash() statemap.Hash {
+	if c.kind == changeCreated {
+		return c.hash
 	}
-	n, w := binary.Uvarint(b[1:])
-	if w <= 0 || n > uint64(len(b)-1-w) {
-		return "", nil, false, errChange
+	return statemap.HashValue(c.value)
+}
+
+// decodeChange is the inverse of encodeChange and encodeCreated.
+func decodeChange(b []byte) (change, error) {
+	var c change
+	if len(b) < 2 || b[0] > changeCreated {
+		return c, errChange
 	}
-	rest := b[1+w:]
-	return string(rest[:n]), rest[n:], b[0] == 1, nil
+	c.kind, b = b[0], b[1:]
+	if c.kind == changeCreated {
+		if len(b) < len(c.hash) {
+			return c, errChange
+		}
+		c.hash, b = statemap.Hash(b[:len(c.hash)]), b[len(c.hash):]
+	}
+	n, w := binary.Uvarint(b)
+	if w <= 0 || n > uint64(len(b)-w) {
+		return c, errChange
+	}
+	c.key, b = string(b[w:w+int(n)]), b[w+int(n):]
+	switch {
+	case c.kind == changeValue:
+		c.value = b
+	case len(b) != 0:
+		return c, errChange
+	}
+	return c, nil
 }
 
 // foldStateChanges records the entries ev changed, with their values after
@@ -78,6 +127,10 @@ func foldStateChanges(tx *eventlog.ModelTxn, ev *eventlog.Event) error {
 		var err error
 		if kind, id, _ := SplitStateKey(k); folded != nil && kind == StateKindMission && id == folded.m.MissionID {
 			value, err = sv.missionValue(tx, folded.m)
+			if err == nil && ev.Type == events.TypeMissionCreated {
+				tx.SetDerived(changeKey(ev.Seq, statemap.HashKey(k)), encodeCreated(k, statemap.HashValue(value)))
+				continue
+			}
 			ok = err == nil
 		} else {
 			value, ok, err = sv.Value(k)

@@ -9,6 +9,7 @@ import (
 	"weak"
 
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/eventlog/events"
 	"github.com/civnode/civnode/statemap"
 )
 
@@ -127,7 +128,7 @@ func PrepareState(log *eventlog.Log, through uint64) (*StateRound, error) {
 	var superseded [][]byte
 	lo, hi := eventlog.DerivedKey(changeBound(last.ThroughSeq+1)), eventlog.DerivedKey(changeBound(through+1))
 	err = v.Scan(lo, hi, false, func(k, val []byte) (bool, error) {
-		_, value, ok, err := decodeChange(val)
+		c, err := decodeChange(val)
 		if err != nil || len(k) != 1+1+8+32 {
 			return false, storeErr(fmt.Errorf("state change %x: %w", k, errChange))
 		}
@@ -135,9 +136,9 @@ func PrepareState(log *eventlog.Log, through uint64) (*StateRound, error) {
 		if prev, ok := latest[kh]; ok {
 			superseded = append(superseded, changeKey(prev.seq, kh))
 		}
-		n := newest{seq: seq, ok: ok}
-		if ok {
-			n.value = statemap.HashValue(value)
+		n := newest{seq: seq, ok: c.kind != changeAbsent}
+		if n.ok {
+			n.value = c.valueHash()
 		}
 		latest[kh] = n
 		return true, nil
@@ -228,13 +229,40 @@ func proveEntry(log *eventlog.Log, v *eventlog.ModelView, kh statemap.Hash) (p s
 	if err != nil {
 		return statemap.Proof{}, "", nil, false, storeErr(err)
 	}
+	var ch change
 	if found {
-		key, value, found, err = decodeChange(b)
+		ch, err = decodeChange(b)
 	}
-	if !found || err != nil {
-		return statemap.Proof{}, "", nil, false, storeErr(fmt.Errorf("state entry %s: its change at seq %d: %w", kh, e.Loc, errChange))
+	switch {
+	case !found || err != nil:
+	case ch.kind == changeValue:
+		value = ch.value
+	case ch.kind == changeCreated:
+		value, err = createdValue(log, e.Loc)
 	}
-	return p, key, value, true, nil
+	if !found || err != nil || value == nil || statemap.HashValue(value) != e.ValueHash {
+		return statemap.Proof{}, "", nil, false, storeErr(fmt.Errorf("state entry %s: its change at seq %d: %w (%v)", kh, e.Loc, errChange, err))
+	}
+	return p, ch.key, value, true, nil
+}
+
+// createdValue is the value of the mission the mission.created at seq
+// created, rendered from the event as the fold rendered it.
+func createdValue(log *eventlog.Log, seq uint64) ([]byte, error) {
+	var value []byte
+	err := log.Scan(seq, seq, func(ev *eventlog.Event) error {
+		if ev.Type != events.TypeMissionCreated {
+			return fmt.Errorf("the event at seq %d is a %s", seq, ev.Type)
+		}
+		pl, err := payloadOf[events.MissionCreated](ev)
+		if err != nil {
+			return err
+		}
+		var sv StateView
+		value, err = sv.missionValue(nil, createdMission(ev, pl))
+		return err
+	})
+	return value, err
 }
 
 // ProveState proves key against the tree's commit in v, a view of log,
