@@ -83,8 +83,10 @@
 // entry there tells whether a change changes anything, and the subtree is
 // built afresh from it and the changes. It writes the record of each node
 // it changed (deleting it where a node stopped branching) and the root
-// record, and nothing for changes that change nothing. A batch of c changes thus reads and writes O(c × depth)
-// records, and depth is about log2 n for keys that are SHA-256 outputs.
+// record, and nothing for changes that change nothing; Apply also returns
+// the locators the batch released. A batch of c changes thus reads and
+// writes O(c × depth) records, and depth is about log2 n for keys that are
+// SHA-256 outputs.
 // Update never reads a record it wrote in the same call, so a plain Pebble
 // batch takes its writes. Prove reads the root record and one node record
 // per branching node on the key's path, and so does Lookup.
