@@ -85,14 +85,25 @@ func seaweedfsVersion() (string, error) {
 	return "", fmt.Errorf("%s/go.mod requires no github.com/seaweedfs/seaweedfs", seaweedfsDir)
 }
 
-// freePort is a loopback port no one listens on.
-func freePort(t *testing.T) string {
+// freePorts returns n distinct loopback ports no one listens on: each is
+// held open until all are chosen, since a port closed at once can be
+// handed out again by the next request for one.
+func freePorts(t *testing.T, n int) []string {
 	t.Helper()
-	_, port, err := net.SplitHostPort(freeLoopbackAddr(t))
-	if err != nil {
-		t.Fatal(err)
+	ports := make([]string, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		_, port, err := net.SplitHostPort(ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports = append(ports, port)
 	}
-	return port
+	return ports
 }
 
 // The S3 identity the test's SeaweedFS knows; anonymous readers may read.
@@ -124,12 +135,13 @@ func startSeaweedFS(t *testing.T, bin string) string {
 	if err := os.Mkdir(data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s3port := freePort(t)
+	p := freePorts(t, 8)
+	s3port := p[0]
 	args := []string{"server", "-dir", data, "-ip", "127.0.0.1", "-ip.bind", "127.0.0.1",
-		"-master.port", freePort(t), "-master.port.grpc", freePort(t), "-master.volumeSizeLimitMB", "64",
-		"-volume.port", freePort(t), "-volume.port.grpc", freePort(t), "-volume.max", "8",
-		"-filer", "-filer.port", freePort(t), "-filer.port.grpc", freePort(t),
-		"-s3", "-s3.port", s3port, "-s3.port.grpc", freePort(t), "-s3.config", s3cfg}
+		"-master.port", p[1], "-master.port.grpc", p[2], "-master.volumeSizeLimitMB", "64",
+		"-volume.port", p[3], "-volume.port.grpc", p[4], "-volume.max", "8",
+		"-filer", "-filer.port", p[5], "-filer.port.grpc", p[6],
+		"-s3", "-s3.port", s3port, "-s3.port.grpc", p[7], "-s3.config", s3cfg}
 	cmd := exec.Command(bin, args...)
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
