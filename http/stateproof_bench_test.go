@@ -230,8 +230,9 @@ func runStateLoad(b *testing.B, body []byte, n int, state bool) stateLoad {
 	return ld
 }
 
-// benchCommitter runs serve's state commitment round (statecommit.go,
-// without witnesses) every second and records when each one ended.
+// benchCommitter runs serve's state commitment round
+// (projections.CommitState, signed without witnesses) every second and
+// records when each round that signed a root ended.
 type benchCommitter struct {
 	log     *eventlog.Log
 	mu      sync.Mutex
@@ -262,43 +263,22 @@ func (c *benchCommitter) run(ctx context.Context, b *testing.B) {
 
 func (c *benchCommitter) round(ctx context.Context) error {
 	t0 := time.Now()
-	v, err := c.log.DerivedView()
-	if err != nil {
-		return err
-	}
-	last, err := projections.StateTreeCommit(v)
-	v.Close()
-	if err != nil {
-		return err
-	}
-	s, err := projections.OpenStateView(c.log)
-	if err != nil {
-		return err
-	}
-	through, err := s.Seq()
-	s.Close()
-	if err != nil || through <= last.ThroughSeq {
-		return err
-	}
-	r, err := projections.PrepareState(c.log, through)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	if r.Root == last.Root && r.Entries == last.Entries {
-		return r.Commit(last.CommitmentSeq)
-	}
-	evs, err := c.log.Append(ctx, eventlog.Draft{Type: events.TypeStateCommitted, Payload: events.StateCommitted{
-		ThroughSeq: r.ThroughSeq, StateRoot: r.Root.String(), Entries: r.Entries}})
-	if err != nil {
-		return err
-	}
-	if err := r.Commit(evs[0].Seq); err != nil {
+	signed := false
+	commit, _, err := projections.CommitState(c.log, func(s projections.StateCommit) (uint64, error) {
+		evs, err := c.log.Append(ctx, eventlog.Draft{Type: events.TypeStateCommitted, Payload: events.StateCommitted{
+			ThroughSeq: s.ThroughSeq, StateRoot: s.Root.String(), Entries: s.Entries}})
+		if err != nil {
+			return 0, err
+		}
+		signed = true
+		return evs[0].Seq, nil
+	})
+	if err != nil || !signed {
 		return err
 	}
 	end := time.Now()
 	c.mu.Lock()
-	c.commits = append(c.commits, benchCommit{through: through, at: end, took: end.Sub(t0)})
+	c.commits = append(c.commits, benchCommit{through: commit.ThroughSeq, at: end, took: end.Sub(t0)})
 	c.mu.Unlock()
 	return nil
 }

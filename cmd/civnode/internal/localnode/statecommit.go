@@ -60,27 +60,14 @@ func (c *stateCommitter) run(ctx context.Context) {
 // round brings the tree to the newest durable seq and commits to it when
 // its root changed.
 func (c *stateCommitter) round(ctx context.Context) error {
-	last, through, err := c.positions()
-	if err != nil || through <= last.ThroughSeq {
-		return err
-	}
-	r, err := projections.PrepareState(c.chain, through)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	if r.Root == last.Root && r.Entries == last.Entries {
-		// Nothing a proof shows changed: the commitment signed before holds.
-		return r.Commit(last.CommitmentSeq)
-	}
-	seq, err := c.appendCommitment(ctx, r.StateCommit)
-	if err != nil {
-		return err
-	}
-	if err := c.waitCovered(ctx, seq); err != nil {
-		return err
-	}
-	return r.Commit(seq)
+	_, _, err := projections.CommitState(c.chain, func(s projections.StateCommit) (uint64, error) {
+		seq, err := c.appendCommitment(ctx, s)
+		if err != nil {
+			return 0, err
+		}
+		return seq, c.waitCovered(ctx, seq)
+	})
+	return err
 }
 
 // reconcile finishes what a stop cut short: a state.committed in the chain
@@ -88,7 +75,7 @@ func (c *stateCommitter) round(ctx context.Context) error {
 // and checked, and a tree past the chain's last commitment (it stopped
 // before the append) is committed to.
 func (c *stateCommitter) reconcile(ctx context.Context) error {
-	last, _, err := c.positions()
+	last, err := projections.LastStateCommit(c.chain)
 	if err != nil {
 		return err
 	}
@@ -124,26 +111,6 @@ func (c *stateCommitter) reconcile(ctx context.Context) error {
 		return projections.RecordStateCommitment(c.chain, last)
 	}
 	return nil
-}
-
-// positions are the tree's last commit and the newest durable seq.
-func (c *stateCommitter) positions() (projections.StateCommit, uint64, error) {
-	v, err := c.chain.DerivedView()
-	if err != nil {
-		return projections.StateCommit{}, 0, err
-	}
-	last, err := projections.StateTreeCommit(v)
-	v.Close()
-	if err != nil {
-		return projections.StateCommit{}, 0, err
-	}
-	s, err := projections.OpenStateView(c.chain)
-	if err != nil {
-		return projections.StateCommit{}, 0, err
-	}
-	defer s.Close()
-	through, err := s.Seq()
-	return last, through, err
 }
 
 func (c *stateCommitter) appendCommitment(ctx context.Context, s projections.StateCommit) (uint64, error) {
