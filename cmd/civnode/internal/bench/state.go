@@ -107,6 +107,14 @@ func (b *harness) stateCommitments(ctx context.Context) error {
 	if err == nil {
 		err = pollErr
 	}
+	if err == nil {
+		// The last poll may precede the last creates; the proofs that follow
+		// ask for missions up to the end of the load, so its tip is read too.
+		var seq uint64
+		if seq, err = b.chainSeq(ctx, poll); err == nil {
+			tips = append(tips, seen{time.Now(), seq})
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("create missions: %w", err)
 	}
