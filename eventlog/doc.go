@@ -163,7 +163,7 @@
 // # Entry points
 //
 //   - The log: Open (Options), then Log's Append, Audit, Query, Scan,
-//     WriteBundle, ImportBundle, Backup and Close; Tip, TreeHead and
+//     WriteBundle, ImportBundle, ImportChain, Backup and Close; Tip, TreeHead and
 //     TreeCheckpoint say where it stands, ProveInclusion and
 //     ProveConsistency prove it, and Verify and CheckStore check it. OpenCheckpoint,
 //     CheckpointText and CheckTreeSize read and bound its signed checkpoints.

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // importSource is a log of n test events (genesis included) folded by a
@@ -209,4 +211,60 @@ func TestIngestPlacesOnlyTheNextEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameLog(t, src, l)
+}
+
+// TestImportChainIsTheSameLog: a log filled from another log's chain holds its
+// events byte for byte, the same tip, root, Merkle tree and read models, and
+// the report is Verify's.
+func TestImportChainIsTheSameLog(t *testing.T) {
+	src, _ := importSource(t, 2500)
+	want, err := src.Verify(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := openIngest(t, filepath.Join(t.TempDir(), "db"))
+	defer l.Close()
+	var seen uint64
+	rep, err := l.ImportChain(context.Background(), src, func(seq uint64) { seen = seq })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep != want || seen != 2500 {
+		t.Fatalf("report %+v, progress reached %d; want %+v and 2500", rep, seen, want)
+	}
+	sameLog(t, src, l)
+}
+
+// TestImportChainRefuses: a chain with a changed event is refused naming its
+// seq, as Verify names it, with nothing of it or after it added; another
+// key's log and a log that is not empty are refused.
+func TestImportChainRefuses(t *testing.T) {
+	src, _ := importSource(t, 3000)
+	v := storedEvent(t, src, 2100)
+	v[len(v)-10] = map[bool]byte{true: 'B', false: 'A'}[v[len(v)-10] == 'A']
+	if err := src.db.Set(eventKey(2100), v, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	l := openIngest(t, filepath.Join(t.TempDir(), "db"))
+	defer l.Close()
+	_, err := l.ImportChain(context.Background(), src, nil)
+	var ce *ChainError
+	if !errors.As(err, &ce) || ce.Seq != 2100 {
+		t.Fatalf("a changed signature: %v, want a chain error at seq 2100", err)
+	}
+	if tip := l.Tip().Seq; tip >= 2100 {
+		t.Fatalf("the changed event was stored: tip %d", tip)
+	}
+
+	other, err := Open(Options{InMemory: true, Key: seedKey(t, "0101010101010101010101010101010101010101010101010101010101010101"), Ingest: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.ImportChain(context.Background(), src, nil); !errors.Is(err, ErrWrongKey) || other.Tip().Seq != 0 {
+		t.Fatalf("another key's log: %v, tip %d", err, other.Tip().Seq)
+	}
+	if _, err := l.ImportChain(context.Background(), src, nil); err == nil {
+		t.Fatal("import into a log that holds events succeeded")
+	}
 }

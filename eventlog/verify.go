@@ -293,6 +293,12 @@ func (l *Log) Verify(ctx context.Context, progress func(seq uint64)) (VerifyRepo
 // tip+1 checks the genesis event and the tip alone. progress, if set, is
 // called with each verified seq from from on.
 func (l *Log) VerifyFrom(ctx context.Context, from uint64, progress func(seq uint64)) (VerifyReport, error) {
+	return l.verifyFrom(ctx, from, progress, nil)
+}
+
+// verifyFrom is VerifyFrom, handing each event to sink, when set, once it
+// has taken its place.
+func (l *Log) verifyFrom(ctx context.Context, from uint64, progress func(seq uint64), sink func(*link) error) (VerifyReport, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the scanner when the pipeline stops early
 	tip := l.Tip()
@@ -310,6 +316,7 @@ func (l *Log) VerifyFrom(ctx context.Context, from uint64, progress func(seq uin
 		// checks, to hold the stored tree to the chain (docs/transparency.md).
 		c.tree = newTreeFrontier()
 	}
+	c.sink = sink
 	errs := make(chan error, 1)
 	links := make(chan *link, 256)
 	go func() {

@@ -99,8 +99,19 @@ func (c *verifyCmd) store(ctx context.Context, logger *slog.Logger) (err error) 
 			err = fmt.Errorf("close event log: %w", cerr)
 		}
 	}()
+	// A chain with state commitments is folded into a scratch log as it
+	// verifies, to derive each committed root again.
+	check, err := localnode.OpenChainCheck(chain, string(dir), logger)
+	if err != nil {
+		return m.invalid(err)
+	}
+	defer func() {
+		if cerr := check.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
 	progress, done := m.progress("verify", int64(chain.Tip().Seq))
-	rep, err := chain.Verify(ctx, progress)
+	rep, err := check.Verify(ctx, progress)
 	done()
 	if err != nil {
 		return m.invalid(err)
@@ -111,9 +122,7 @@ func (c *verifyCmd) store(ctx context.Context, logger *slog.Logger) (err error) 
 		return m.invalid(err)
 	}
 	mirrored := ""
-	stateProgress, done := m.progress("state", int64(chain.Tip().Seq))
-	states, err := localnode.CheckStateOfChain(ctx, chain, string(dir), logger, stateProgress)
-	done()
+	states, err := check.States(ctx)
 	var mismatch *projections.StateMismatch
 	if errors.As(err, &mismatch) {
 		fmt.Fprintf(m.Stdout, "invalid: %v\n", mismatch)

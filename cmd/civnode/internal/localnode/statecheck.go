@@ -11,58 +11,66 @@ import (
 	"github.com/civnode/civnode/projections"
 )
 
-// stateCheckBatch is how many events CheckStateOfChain folds at a time.
-const stateCheckBatch = 1024
+// ChainCheck verifies a stopped node's or mirror's chain and derives its
+// state tree afresh, to check every state.committed in it against the root
+// its events give (civnode verify --data-dir). The tree is derived in a
+// scratch log of its own, so the data dir's read models are neither read nor
+// changed; a chain with no commitment needs none.
+type ChainCheck struct {
+	chain   *eventlog.Log
+	dir     string
+	scratch *eventlog.Log
+}
 
-// CheckStateOfChain derives the state tree of chain (a stopped node's or
-// mirror's, verified) afresh and checks every state.committed in it
-// against the root its events give (civnode verify --data-dir): it folds
-// the chain into a scratch log of its own in a directory made under
-// scratchParent, removed when it returns, so the data dir's read models are
-// neither read nor changed. A chain with no commitment is not folded. It
-// returns how many commitments it checked; one that differs is a
-// *projections.StateMismatch.
-func CheckStateOfChain(ctx context.Context, chain *eventlog.Log, scratchParent string, logger *slog.Logger, progress func(seq uint64)) (int, error) {
+// OpenChainCheck readies the check of chain, with a scratch directory made
+// under scratchParent when the chain holds a commitment; Close removes it.
+func OpenChainCheck(chain *eventlog.Log, scratchParent string, logger *slog.Logger) (*ChainCheck, error) {
+	c := &ChainCheck{chain: chain}
 	if _, ok, err := chain.LastOfType(events.TypeStateCommitted, chain.Tip().Seq); err != nil || !ok {
-		return 0, err
+		return c, err
 	}
 	dir, err := os.MkdirTemp(scratchParent, ".state-check-")
 	if err != nil {
-		return 0, fmt.Errorf("a scratch directory for the state check: %w", err)
+		return nil, fmt.Errorf("a scratch directory for the state check: %w", err)
 	}
-	defer os.RemoveAll(dir)
 	scratch, err := eventlog.Open(eventlog.Options{Dir: dir, PublicKey: chain.PublicKey(), Ingest: true,
 		Models: projections.Folder{State: true}, Logger: logger})
 	if err != nil {
-		return 0, fmt.Errorf("open the scratch log of the state check: %w", err)
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("open the scratch log of the state check: %w", err)
 	}
-	defer scratch.Close()
-	batch := make([]*eventlog.Event, 0, stateCheckBatch)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		if err := scratch.Ingest(ctx, batch); err != nil {
-			return fmt.Errorf("fold the chain for the state check: %w", err)
-		}
-		if progress != nil {
-			progress(batch[len(batch)-1].Seq)
-		}
-		batch = batch[:0]
+	c.dir, c.scratch = dir, scratch
+	return c, nil
+}
+
+// Verify checks the chain as eventlog's Verify does. With a scratch log it
+// folds each event into it as the event verifies, in the same pass, so that
+// every signature is checked once.
+func (c *ChainCheck) Verify(ctx context.Context, progress func(seq uint64)) (eventlog.VerifyReport, error) {
+	if c.scratch == nil {
+		return c.chain.Verify(ctx, progress)
+	}
+	return c.scratch.ImportChain(ctx, c.chain, progress)
+}
+
+// States checks every state.committed against the tree Verify folded and
+// returns how many it checked; one that differs is a
+// *projections.StateMismatch. It must follow a Verify that succeeded.
+func (c *ChainCheck) States(ctx context.Context) (int, error) {
+	if c.scratch == nil {
+		return 0, nil
+	}
+	return projections.CheckStateCommitments(ctx, c.scratch)
+}
+
+// Close closes and removes the scratch log.
+func (c *ChainCheck) Close() error {
+	if c.scratch == nil {
 		return nil
 	}
-	tip := chain.Tip().Seq
-	if err := chain.Scan(1, tip, func(ev *eventlog.Event) error {
-		batch = append(batch, ev)
-		if len(batch) == stateCheckBatch {
-			return flush()
-		}
-		return nil
-	}); err != nil {
-		return 0, err
+	err := c.scratch.Close()
+	if rerr := os.RemoveAll(c.dir); err == nil {
+		err = rerr
 	}
-	if err := flush(); err != nil {
-		return 0, err
-	}
-	return projections.CheckStateCommitments(ctx, scratch)
+	return err
 }
