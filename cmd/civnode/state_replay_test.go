@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -63,9 +64,20 @@ func TestReplayChecksStateCommitments(t *testing.T) {
 	if !strings.Contains(r.stdout, "state commitments recomputed  "+strconv.Itoa(committed)) {
 		t.Errorf("replay recomputed other than the %d commitments:\n%s", committed, r.stdout)
 	}
+	// A verify killed during its state check left its scratch store.
+	left := filepath.Join(dir, ".state-check-1234")
+	if err := os.MkdirAll(left, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(left, "000002.sst"), []byte("left"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	r = runCLI(t, nil, "verify", "--data-dir", dir)
 	if r.code != 0 || !strings.Contains(r.stdout, ", "+strconv.Itoa(committed)+" state commitments derived again and equal") {
 		t.Fatalf("verify: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if scratch, _ := filepath.Glob(filepath.Join(dir, ".state-check-*")); len(scratch) != 0 {
+		t.Errorf("verify left %v in the data dir", scratch)
 	}
 
 	// A mirror that serves checks the commitments it takes in, and one that

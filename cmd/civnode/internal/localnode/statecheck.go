@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/eventlog/events"
@@ -22,14 +23,29 @@ type ChainCheck struct {
 	scratch *eventlog.Log
 }
 
+// scratchPattern names the scratch directories of state checks.
+const scratchPattern = ".state-check-*"
+
 // OpenChainCheck readies the check of chain, with a scratch directory made
 // under scratchParent when the chain holds a commitment; Close removes it.
+// A check killed before its Close left its directory behind, which this one
+// removes first: the caller holds the data dir's lock, so no other check is
+// using it.
 func OpenChainCheck(chain *eventlog.Log, scratchParent string, logger *slog.Logger) (*ChainCheck, error) {
+	left, err := filepath.Glob(filepath.Join(scratchParent, scratchPattern))
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range left {
+		if err := os.RemoveAll(d); err != nil {
+			return nil, fmt.Errorf("remove the scratch directory of an earlier state check: %w", err)
+		}
+	}
 	c := &ChainCheck{chain: chain}
 	if _, ok, err := chain.LastOfType(events.TypeStateCommitted, chain.Tip().Seq); err != nil || !ok {
 		return c, err
 	}
-	dir, err := os.MkdirTemp(scratchParent, ".state-check-")
+	dir, err := os.MkdirTemp(scratchParent, scratchPattern)
 	if err != nil {
 		return nil, fmt.Errorf("a scratch directory for the state check: %w", err)
 	}
