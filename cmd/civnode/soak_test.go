@@ -386,7 +386,13 @@ func (c *soakClient) streamGlance(ctx context.Context) error {
 	defer cancel()
 	for range 5 {
 		if _, _, err := conn.Read(rctx); err != nil {
-			break // fewer than five so far, or the load ended
+			// Fewer than five so far, or the load ended: a Read cut short by
+			// its context has closed the connection itself, so there is
+			// nothing left to close. A close frame from the node is a fault.
+			if websocket.CloseStatus(err) != -1 {
+				return fmt.Errorf("the node closed the stream: %w", err)
+			}
+			return nil
 		}
 	}
 	return conn.Close(websocket.StatusNormalClosure, "glanced")
