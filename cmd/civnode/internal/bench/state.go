@@ -136,19 +136,21 @@ func (b *harness) stateCommitments(ctx context.Context) error {
 	if watchErr != nil {
 		return fmt.Errorf("state proofs: %w", watchErr)
 	}
-	var lags []float64
+	var lags []time.Duration
 	for _, tip := range tips {
 		i := slices.IndexFunc(commits, func(c seen) bool { return c.seq >= tip.seq && !c.at.Before(tip.at) })
 		if i < 0 {
 			return fmt.Errorf("no commitment covered seq %d within 30 s of the load's end", tip.seq)
 		}
-		lags = append(lags, ms(commits[i].at.Sub(tip.at)))
+		lags = append(lags, commits[i].at.Sub(tip.at))
 	}
 	b.res.set("state_create_c64_per_s", res.opsPerSecond())
-	b.res.set("state_lag_p50_ms", quantileOf(lags, 0.5))
-	b.res.set("state_lag_p99_ms", quantileOf(lags, 0.99))
+	slices.Sort(lags)
+	lag := loadResult{lat: lags}
+	b.res.set("state_lag_p50_ms", lag.quantile(0.5))
+	b.res.set("state_lag_p99_ms", lag.quantile(0.99))
 	b.log.Info("bench: state commitments", logkey.PerS, int(res.opsPerSecond()),
-		logkey.P50MS, round3(quantileOf(lags, 0.5)), logkey.P99MS, round3(quantileOf(lags, 0.99)))
+		logkey.P50MS, round3(lag.quantile(0.5)), logkey.P99MS, round3(lag.quantile(0.99)))
 	return b.stateProofLatency(ctx)
 }
 
@@ -163,7 +165,7 @@ func (b *harness) stateProofLatency(ctx context.Context) error {
 		return err
 	}
 	b.log.Info("bench: GET /v1/state/proof", logkey.Missions, len(ids), logkey.Count, stateProofs)
-	var lat []float64
+	var lat []time.Duration
 	var entries uint64
 	for i := range stateProofs {
 		key := fmt.Sprintf("mission/bench-absent-%d", i)
@@ -175,17 +177,19 @@ func (b *harness) stateProofLatency(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("GET /v1/state/proof?key=%s: %w", key, err)
 		}
-		lat = append(lat, ms(time.Since(t0)))
+		lat = append(lat, time.Since(t0))
 		if found != (i%2 == 0) {
 			return fmt.Errorf("GET /v1/state/proof?key=%s: found %v", key, found)
 		}
 		entries = p.Entries
 	}
 	b.res.set("state_entries", float64(entries))
-	b.res.set("state_proof_p50_ms", quantileOf(lat, 0.5))
-	b.res.set("state_proof_p99_ms", quantileOf(lat, 0.99))
+	slices.Sort(lat)
+	proofs := loadResult{lat: lat}
+	b.res.set("state_proof_p50_ms", proofs.quantile(0.5))
+	b.res.set("state_proof_p99_ms", proofs.quantile(0.99))
 	b.log.Info("bench: GET /v1/state/proof", logkey.Count, entries,
-		logkey.P50MS, round3(quantileOf(lat, 0.5)), logkey.P99MS, round3(quantileOf(lat, 0.99)))
+		logkey.P50MS, round3(proofs.quantile(0.5)), logkey.P99MS, round3(proofs.quantile(0.99)))
 	return nil
 }
 
@@ -266,14 +270,4 @@ func (b *harness) missionIDs(ctx context.Context, c *http.Client, n int) ([]stri
 		return nil, errors.New("GET /v1/events: no mission.created in the pages read")
 	}
 	return ids, nil
-}
-
-// quantileOf is the q-quantile of xs (nearest rank), 0 for none.
-func quantileOf(xs []float64, q float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[int(q*float64(len(s)-1))]
 }
