@@ -35,12 +35,7 @@ func (m *StateMismatch) Error() string {
 // folds must have run past every commitment's through_seq (a rebuild, a
 // mirror's ingest).
 func CheckStateCommitments(ctx context.Context, log *eventlog.Log) (int, error) {
-	v, err := log.DerivedView()
-	if err != nil {
-		return 0, err
-	}
-	last, err := StateTreeCommit(v)
-	v.Close()
+	last, err := LastStateCommit(log)
 	if err != nil {
 		return 0, err
 	}
