@@ -123,22 +123,24 @@ func foldStateChanges(tx *eventlog.ModelTxn, ev *eventlog.Event) error {
 	folded, _ := tx.Answered().(*written)
 	for _, k := range keys {
 		var value []byte
-		var ok bool
+		var ok, created bool
 		var err error
 		if kind, id, _ := SplitStateKey(k); folded != nil && kind == StateKindMission && id == folded.m.MissionID {
 			value, err = sv.missionValue(tx, folded.m)
-			if err == nil && ev.Type == events.TypeMissionCreated {
-				tx.SetDerived(changeKey(ev.Seq, statemap.HashKey(k)), encodeCreated(k, statemap.HashValue(value)))
-				continue
-			}
-			ok = err == nil
+			ok, created = true, ev.Type == events.TypeMissionCreated
 		} else {
 			value, ok, err = sv.Value(k)
 		}
 		if err != nil {
 			return fmt.Errorf("state map entry %q at seq %d: %w", k, ev.Seq, err)
 		}
-		tx.SetDerived(changeKey(ev.Seq, statemap.HashKey(k)), encodeChange(k, value, ok))
+		var rec []byte
+		if created {
+			rec = encodeCreated(k, statemap.HashValue(value))
+		} else {
+			rec = encodeChange(k, value, ok)
+		}
+		tx.SetDerived(changeKey(ev.Seq, statemap.HashKey(k)), rec)
 	}
 	return nil
 }
