@@ -3,6 +3,7 @@ package projections
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -229,21 +230,30 @@ func proveEntry(log *eventlog.Log, v *eventlog.ModelView, kh statemap.Hash) (p s
 	if err != nil {
 		return statemap.Proof{}, "", nil, false, storeErr(err)
 	}
-	var ch change
-	if found {
-		ch, err = decodeChange(b)
-	}
-	switch {
-	case !found || err != nil:
-	case ch.kind == changeValue:
-		value = ch.value
-	case ch.kind == changeCreated:
-		value, err = createdValue(log, e.Loc)
-	}
-	if !found || err != nil || value == nil || statemap.HashValue(value) != e.ValueHash {
+	key, value, err = changedValue(log, b, found, e.Loc)
+	if err != nil || statemap.HashValue(value) != e.ValueHash {
 		return statemap.Proof{}, "", nil, false, storeErr(fmt.Errorf("state entry %s: its change at seq %d: %w (%v)", kh, e.Loc, errChange, err))
 	}
-	return p, ch.key, value, true, nil
+	return p, key, value, true, nil
+}
+
+// changedValue is the key and the value after it of the change record b at
+// seq (found: the record exists), for an entry the map holds.
+func changedValue(log *eventlog.Log, b []byte, found bool, seq uint64) (string, []byte, error) {
+	if !found {
+		return "", nil, errors.New("no such record")
+	}
+	ch, err := decodeChange(b)
+	switch {
+	case err != nil:
+		return "", nil, err
+	case ch.kind == changeValue:
+		return ch.key, ch.value, nil
+	case ch.kind == changeCreated:
+		value, err := createdValue(log, seq)
+		return ch.key, value, err
+	}
+	return "", nil, errors.New("the change removed the entry")
 }
 
 // createdValue is the value of the mission the mission.created at seq
