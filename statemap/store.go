@@ -55,12 +55,6 @@ type Entry struct {
 	Loc                uint64
 }
 
-// entry is one key hash, its value hash and its locator.
-type entry struct {
-	key, value Hash
-	loc        uint64
-}
-
 // The kinds of subtree a ref names.
 const (
 	kindEmpty = 0

@@ -144,7 +144,7 @@ func (u *updater) update(d int, cs []Change, cur ref) (ref, error) {
 // rebuild applies cs to the subtree at depth d that cur names, nothing or
 // one entry, below which no node is stored, and builds the subtree anew.
 func (u *updater) rebuild(d int, cs []Change, cur ref) (ref, error) {
-	es := make([]entry, 0, len(cs)+1)
+	es := make([]Entry, 0, len(cs)+1)
 	kept, changed := cur.kind == kindLeaf, false
 	for _, c := range cs {
 		present := cur.kind == kindLeaf && c.KeyHash == cur.key
@@ -165,30 +165,30 @@ func (u *updater) rebuild(d int, cs []Change, cur ref) (ref, error) {
 		if c.Delete {
 			u.released = append(u.released, Entry{KeyHash: c.KeyHash, Loc: c.Loc})
 		} else {
-			es = append(es, entry{c.KeyHash, c.ValueHash, c.Loc})
+			es = append(es, Entry{c.KeyHash, c.ValueHash, c.Loc})
 		}
 	}
 	if !changed {
 		return cur, nil
 	}
 	if kept {
-		i := sort.Search(len(es), func(i int) bool { return bytes.Compare(es[i].key[:], cur.key[:]) > 0 })
-		es = slices.Insert(es, i, entry{cur.key, cur.hash, cur.loc})
+		i := sort.Search(len(es), func(i int) bool { return bytes.Compare(es[i].KeyHash[:], cur.key[:]) > 0 })
+		es = slices.Insert(es, i, Entry{cur.key, cur.hash, cur.loc})
 	}
 	return build(u.w, d, es)
 }
 
 // build makes the subtree at depth d that holds es, sorted and sharing
 // their first d bits, and writes a record for each of its branching nodes.
-func build(w Writer, d int, es []entry) (ref, error) {
+func build(w Writer, d int, es []Entry) (ref, error) {
 	switch len(es) {
 	case 0:
 		return ref{}, nil
 	case 1:
-		return ref{kind: kindLeaf, key: es[0].key, hash: es[0].value, loc: es[0].loc}, nil
+		return ref{kind: kindLeaf, key: es[0].KeyHash, hash: es[0].ValueHash, loc: es[0].Loc}, nil
 	}
-	b := commonPrefix(es[0].key, es[len(es)-1].key)
-	split := sort.Search(len(es), func(i int) bool { return es[i].key.Bit(b) == 1 })
+	b := commonPrefix(es[0].KeyHash, es[len(es)-1].KeyHash)
+	split := sort.Search(len(es), func(i int) bool { return es[i].KeyHash.Bit(b) == 1 })
 	var sides [2]ref
 	var err error
 	if sides[0], err = build(w, b+1, es[:split]); err != nil {
