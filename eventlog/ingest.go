@@ -82,7 +82,10 @@ func (l *Log) ImportBundle(ctx context.Context, r io.Reader, progress func(seq u
 		return BundleReport{}, fmt.Errorf("import a bundle: %w", err)
 	}
 	rep, err := verifyBundle(ctx, r, progress, imp.add)
-	return rep, imp.end(err)
+	if err == nil {
+		err = imp.flush()
+	}
+	return rep, err
 }
 
 // ImportChain verifies src's chain as src.Verify does and adds its events to
@@ -100,7 +103,10 @@ func (l *Log) ImportChain(ctx context.Context, src *Log, progress func(seq uint6
 		return VerifyReport{}, fmt.Errorf("import a chain: %w", ErrWrongKey)
 	}
 	rep, err := src.verifyFrom(ctx, 1, progress, imp.add)
-	return rep, imp.end(err)
+	if err == nil {
+		err = imp.flush()
+	}
+	return rep, err
 }
 
 // importGroup is how many verified events an importer adds in one Ingest
@@ -142,14 +148,6 @@ func (imp *importer) flush() error {
 	_, err := imp.l.submit(imp.ctx, &request{stored: imp.batch})
 	imp.batch = make([]*pending, 0, importGroup)
 	return err
-}
-
-// end adds the events taken when the source verified (err nil).
-func (imp *importer) end(err error) error {
-	if err != nil {
-		return err
-	}
-	return imp.flush()
 }
 
 // storedPending turns an event whose id and signature have been checked
