@@ -151,7 +151,7 @@ func (t *target) do(ctx context.Context, c *http.Client, method, path string, bo
 		return fmt.Errorf("%s %s: read answer: %w", method, pathOnly(path), err)
 	}
 	if resp.StatusCode != want {
-		return fmt.Errorf("%s %s: status %d, want %d: %s", method, pathOnly(path), resp.StatusCode, want, snippet(buf.Bytes()))
+		return &statusError{method: method, path: pathOnly(path), got: resp.StatusCode, want: want, body: snippet(buf.Bytes())}
 	}
 	return nil
 }

@@ -203,25 +203,12 @@ type stateAnswer struct {
 // stateProof fetches the proof of key; found says whether the map holds it.
 func (b *harness) stateProof(ctx context.Context, c *http.Client, key string) (stateAnswer, bool, error) {
 	var p stateAnswer
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.target.base+"/v1/state/proof?key="+url.QueryEscape(key), nil)
-	if err != nil {
-		return p, false, err
-	}
-	req.Header.Set("Authorization", "Bearer "+b.target.token)
-	resp, err := c.Do(req)
-	if err != nil {
-		return p, false, err
-	}
-	defer resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusOK:
-	case http.StatusServiceUnavailable:
+	err := b.target.call(ctx, c, http.MethodGet, "/v1/state/proof?key="+url.QueryEscape(key), nil, &p)
+	if se := (*statusError)(nil); errors.As(err, &se) && se.got == http.StatusServiceUnavailable {
 		return p, false, errNotCommitted
-	default:
-		return p, false, fmt.Errorf("status %d", resp.StatusCode)
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil {
-		return p, false, fmt.Errorf("decode answer: %w", err)
+	if err != nil {
+		return p, false, err
 	}
 	return p, len(p.Value) > 0 && string(p.Value) != "null", nil
 }
