@@ -259,20 +259,19 @@ func changedValue(log *eventlog.Log, b []byte, found bool, seq uint64) (string, 
 // createdValue is the value of the mission the mission.created at seq
 // created, rendered from the event as the fold rendered it.
 func createdValue(log *eventlog.Log, seq uint64) ([]byte, error) {
-	var value []byte
-	err := log.Scan(seq, seq, func(ev *eventlog.Event) error {
-		if ev.Type != events.TypeMissionCreated {
-			return fmt.Errorf("the event at seq %d is a %s", seq, ev.Type)
-		}
-		pl, err := payloadOf[events.MissionCreated](ev)
-		if err != nil {
-			return err
-		}
-		var sv StateView
-		value, err = sv.missionValue(nil, createdMission(ev, pl))
-		return err
-	})
-	return value, err
+	ev, err := log.Event(seq)
+	if err != nil {
+		return nil, err
+	}
+	if ev.Type != events.TypeMissionCreated {
+		return nil, fmt.Errorf("the event at seq %d is a %s", seq, ev.Type)
+	}
+	pl, err := payloadOf[events.MissionCreated](ev)
+	if err != nil {
+		return nil, err
+	}
+	var sv StateView
+	return sv.missionValue(nil, createdMission(ev, pl))
 }
 
 // ProveState proves key against the tree's commit in v, a view of log,
