@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/civnode/civnode/cmd/civnode/internal/backup"
@@ -178,12 +179,17 @@ func (n *Node) Serve(ctx context.Context) error {
 	if err := cfg.Notify("READY=1\nSTATUS=serving on " + n.addr); err != nil {
 		logger.Warn("sd_notify", logkey.Err, err)
 	}
-	defer context.AfterFunc(ctx, func() {
+	// STOPPING=1 goes out as the stop begins, before in-flight requests
+	// drain. The server may see ctx done before ctx's cancel has started
+	// the AfterFunc, so the notice is also sent, once, when Serve returns.
+	stopping := sync.OnceFunc(func() {
 		if err := cfg.Notify("STOPPING=1"); err != nil {
 			logger.Warn("sd_notify", logkey.Err, err)
 		}
-	})()
+	})
+	defer context.AfterFunc(ctx, stopping)()
 	err := n.srv.Serve(ctx, ln)
+	stopping()
 	n.clean = err == nil
 	return err
 }
