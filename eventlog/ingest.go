@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
@@ -152,7 +153,9 @@ func (imp *importer) flush() error {
 
 // storedPending turns an event whose id and signature have been checked
 // (k.u holds its signed bytes) into one ready to be placed in the chain, in
-// the stored form the log itself would have written.
+// the stored form the log itself would have written. An event read from
+// another log is in that form already, and is taken as it was decoded
+// there rather than decoded again.
 func storedPending(k *link) (*pending, error) {
 	micros, ok := parseTimestamp(k.ev.Timestamp)
 	if !ok {
@@ -166,7 +169,12 @@ func storedPending(k *link) (*pending, error) {
 	if _, err := hex.Decode(p.id[:], []byte(k.ev.ID)); err != nil {
 		return nil, fmt.Errorf("id is not hex: %w", err)
 	}
-	if p.ev, err = decodeStored(storedForm(k.u, p.id, sig)); err != nil {
+	stored := storedForm(k.u, p.id, sig)
+	if bytes.Equal(stored, k.ev.raw) {
+		p.ev = k.ev
+		return p, nil
+	}
+	if p.ev, err = decodeStored(stored); err != nil {
 		return nil, err
 	}
 	return p, nil
