@@ -15,6 +15,7 @@ import (
 
 	"github.com/civnode/civnode/cmd/core"
 	"github.com/civnode/civnode/eventlog"
+	"github.com/civnode/civnode/internal/opsrate"
 )
 
 // BenchmarkHTTPCreateMission publishes missions over real HTTP on loopback
@@ -119,22 +120,12 @@ func benchMissionBody(b *testing.B) []byte {
 }
 
 // benchSignRate is the single-core Ed25519 signing rate over an event-sized
-// message: the median of five bursts, so that a moment of contention on a shared
-// machine does not set the reference.
+// message (opsrate: the median of seven bursts, so that a moment of
+// contention on a shared machine does not set the reference).
 func benchSignRate() float64 {
 	key := ed25519.NewKeyFromSeed(testSeed)
 	msg := bytes.Repeat([]byte("x"), 600)
-	rates := make([]float64, 5)
-	for i := range rates {
-		const n = 1000
-		start := time.Now()
-		for range n {
-			ed25519.Sign(key, msg)
-		}
-		rates[i] = n / time.Since(start).Seconds()
-	}
-	slices.Sort(rates)
-	return rates[len(rates)/2]
+	return opsrate.Median(func() { ed25519.Sign(key, msg) })
 }
 
 // BenchmarkCreateMission runs POST /v1/core/missions in process, without TCP:

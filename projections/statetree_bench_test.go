@@ -18,6 +18,7 @@ import (
 
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/eventlog/events"
+	"github.com/civnode/civnode/internal/opsrate"
 	"github.com/civnode/civnode/projections"
 	"github.com/civnode/civnode/statemap"
 )
@@ -244,19 +245,9 @@ func stateCPU() time.Duration {
 }
 
 // stateSignRate is one core's Ed25519 signing rate over an event-sized
-// message, the median of five bursts.
+// message (opsrate: the median of seven bursts).
 func stateSignRate() float64 {
 	key := ed25519.NewKeyFromSeed(make([]byte, 32))
 	msg := bytes.Repeat([]byte("x"), 600)
-	rates := make([]float64, 5)
-	for i := range rates {
-		const n = 1000
-		t0 := time.Now()
-		for range n {
-			ed25519.Sign(key, msg)
-		}
-		rates[i] = n / time.Since(t0).Seconds()
-	}
-	slices.Sort(rates)
-	return rates[len(rates)/2]
+	return opsrate.Median(func() { ed25519.Sign(key, msg) })
 }
