@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/civnode/civnode/eventlog"
 	"github.com/civnode/civnode/eventlog/events"
@@ -22,19 +21,7 @@ type ChainCheck struct {
 	chain   *eventlog.Log
 	dir     string
 	scratch *eventlog.Log
-	// checked counts the commitments the check beside Verify's import
-	// found equal; ended is what stopped it other than the import's end:
-	// a *projections.StateMismatch, or a failure to read the scratch log.
-	checked int
-	ended   error
-	// pause is statePause, shorter in tests.
-	pause time.Duration
 }
-
-// statePause is how long the check beside the import waits between its
-// passes over the commitments imported since the last: a node commits at
-// most once a second (serve --state-interval), so a pass finds one or two.
-const statePause = 250 * time.Millisecond
 
 // scratchPattern names the scratch directories of state checks.
 const scratchPattern = ".state-check-*"
@@ -54,7 +41,7 @@ func OpenChainCheck(chain *eventlog.Log, scratchParent string, logger *slog.Logg
 			return nil, fmt.Errorf("remove the scratch directory of an earlier state check: %w", err)
 		}
 	}
-	c := &ChainCheck{chain: chain, pause: statePause}
+	c := &ChainCheck{chain: chain}
 	if _, ok, err := chain.LastOfType(events.TypeStateCommitted, chain.Tip().Seq); err != nil || !ok {
 		return c, err
 	}
@@ -74,44 +61,12 @@ func OpenChainCheck(chain *eventlog.Log, scratchParent string, logger *slog.Logg
 
 // Verify checks the chain as eventlog's Verify does. With a scratch log it
 // folds each event into it as the event verifies, in the same pass, so that
-// every signature is checked once; beside that import, the commitments
-// already in the scratch log are checked as they arrive (a commitment comes
-// after the events it commits to, whose folds are durable with it), on the
-// time the import leaves a core idle. What that check finds is States'.
+// every signature is checked once.
 func (c *ChainCheck) Verify(ctx context.Context, progress func(seq uint64)) (eventlog.VerifyReport, error) {
 	if c.scratch == nil {
 		return c.chain.Verify(ctx, progress)
 	}
-	alongCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.checked, c.ended = c.checkAlong(alongCtx)
-	}()
-	rep, err := c.scratch.ImportChain(ctx, c.chain, progress)
-	stop()
-	<-done
-	return rep, err
-}
-
-// checkAlong checks the scratch log's commitments until ctx is done or one
-// fails, a pass every c.pause, and returns how many it found equal.
-func (c *ChainCheck) checkAlong(ctx context.Context) (int, error) {
-	total := 0
-	t := time.NewTicker(c.pause)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return total, nil
-		case <-t.C:
-		}
-		n, err := projections.CheckStateCommitments(ctx, c.scratch)
-		total += n
-		if err != nil && ctx.Err() == nil {
-			return total, err
-		}
-	}
+	return c.scratch.ImportChain(ctx, c.chain, progress)
 }
 
 // States checks every state.committed against the tree Verify folded and
@@ -121,11 +76,7 @@ func (c *ChainCheck) States(ctx context.Context) (int, error) {
 	if c.scratch == nil {
 		return 0, nil
 	}
-	if c.ended != nil {
-		return c.checked, c.ended
-	}
-	n, err := projections.CheckStateCommitments(ctx, c.scratch)
-	return c.checked + n, err
+	return projections.CheckStateCommitments(ctx, c.scratch)
 }
 
 // Close closes and removes the scratch log.
