@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -265,8 +264,7 @@ func (b *harness) hostileLevel(ctx context.Context, readers int, before float64)
 	b.res.set(key("busy"), float64(busy.Load()))
 	b.res.set(key("read_errors"), float64(readErrs.Load()))
 	b.res.set(key("health_max_ms"), ms(healthMax))
-	slices.Sort(healthLat)
-	b.res.set(key("health_p99_ms"), loadResult{lat: healthLat}.quantile(0.99))
+	b.res.set(key("health_p99_ms"), latencyResult(healthLat).quantile(0.99))
 	b.res.set(key("health_failures"), float64(healthFails))
 	if b.node != nil {
 		peak := stopRSS()

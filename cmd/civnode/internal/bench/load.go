@@ -27,6 +27,13 @@ type loadResult struct {
 	lat     []time.Duration // sorted
 }
 
+// latencyResult is a loadResult of latencies alone, sorted as quantile
+// needs them.
+func latencyResult(lat []time.Duration) loadResult {
+	slices.Sort(lat)
+	return loadResult{lat: lat}
+}
+
 func (r loadResult) opsPerSecond() float64   { return rate(r.ops, r.elapsed) }
 func (r loadResult) itemsPerSecond() float64 { return rate(r.items, r.elapsed) }
 

@@ -145,8 +145,7 @@ func (b *harness) stateCommitments(ctx context.Context) error {
 		lags = append(lags, commits[i].at.Sub(tip.at))
 	}
 	b.res.set("state_create_c64_per_s", res.opsPerSecond())
-	slices.Sort(lags)
-	lag := loadResult{lat: lags}
+	lag := latencyResult(lags)
 	b.res.set("state_lag_p50_ms", lag.quantile(0.5))
 	b.res.set("state_lag_p99_ms", lag.quantile(0.99))
 	b.log.Info("bench: state commitments", logkey.PerS, int(res.opsPerSecond()),
@@ -184,8 +183,7 @@ func (b *harness) stateProofLatency(ctx context.Context) error {
 		entries = p.Entries
 	}
 	b.res.set("state_entries", float64(entries))
-	slices.Sort(lat)
-	proofs := loadResult{lat: lat}
+	proofs := latencyResult(lat)
 	b.res.set("state_proof_p50_ms", proofs.quantile(0.5))
 	b.res.set("state_proof_p99_ms", proofs.quantile(0.99))
 	b.log.Info("bench: GET /v1/state/proof", logkey.Count, entries,

@@ -158,8 +158,7 @@ func (b *harness) streamDelivery(ctx context.Context) error {
 	if werr != nil {
 		return fmt.Errorf("stream phase: create missions: %w", werr)
 	}
-	slices.Sort(created)
-	creates := loadResult{lat: created}
+	creates := latencyResult(created)
 	var st struct {
 		Chain struct {
 			Seq uint64 `json:"seq"`
@@ -181,8 +180,7 @@ func (b *harness) streamDelivery(ctx context.Context) error {
 		}
 		lat = append(lat, c.latencies()...)
 	}
-	slices.Sort(lat)
-	res := loadResult{lat: lat}
+	res := latencyResult(lat)
 	b.res.set("stream_events_per_s", rate(written, elapsed))
 	b.res.set("stream_delivery_p50_ms", res.quantile(0.50))
 	b.res.set("stream_delivery_p99_ms", res.quantile(0.99))
